@@ -1,0 +1,101 @@
+"""The interface every tool implements, and the context a tool call runs in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from ..conversation import ToolSpec
+
+Access = Literal["read", "write", "execute"]
+
+
+class FileEdit(msgspec.Struct, frozen=True):
+    """One file changed by a tool: logged as a ``file_edited`` event.
+
+    ``before_sha256`` is ``None`` for a new file. ``diff`` is a unified diff (may be
+    truncated for huge files).
+    """
+
+    path: str
+    before_sha256: str | None
+    after_sha256: str
+    diff: str
+
+
+class ToolOutput(msgspec.Struct, frozen=True):
+    """What a tool call produced.
+
+    ``content`` is what the model sees. ``full_output`` (bytes) is the untruncated output
+    when ``content`` was capped; the caller stores it as a blob. ``exit_status`` is the
+    process exit status for ``bash`` (negative: killed by that signal), else ``None``.
+    """
+
+    content: str
+    is_error: bool = False
+    edits: list[FileEdit] = []
+    exit_status: int | None = None
+    full_output: bytes | None = None
+    timed_out: bool = False
+
+
+class SandboxPolicy(msgspec.Struct, frozen=True):
+    """How commands are isolated.
+
+    ``profile`` is ``workspace-write`` (the workspace writable) or ``read-only`` (the
+    workspace mounted read-only, for plan mode and ``--approval read-only``).
+    ``mode`` is ``bwrap``, ``seatbelt`` or ``off`` (only when the person chose it).
+    """
+
+    mode: str = "bwrap"
+    profile: str = "workspace-write"
+    network: bool = False
+    writable_roots: tuple[str, ...] = ()
+
+
+class ToolContext(msgspec.Struct):
+    """Where and how a tool call runs.
+
+    Attributes:
+        workspace: the absolute, symlink-resolved workspace root.
+        env: the environment for commands, credentials already removed.
+        sandbox: the sandbox policy for ``bash``.
+        state_dir: where the tool may keep files (e.g. background process records).
+        default_timeout_s: ``bash`` timeout when the model gives none.
+        max_output_bytes: cap on what the model sees of a command's output.
+    """
+
+    workspace: Path
+    env: dict[str, str]
+    sandbox: SandboxPolicy = SandboxPolicy()
+    state_dir: Path | None = None
+    default_timeout_s: float = 120.0
+    max_output_bytes: int = 30_000
+
+
+class ToolInputError(ValueError):
+    """The tool's input is invalid; the message says what to change."""
+
+
+class Tool(Protocol):
+    """A tool offered to the model.
+
+    ``access`` tells the approval layer what the call does; ``paths(input)`` lists the
+    paths a call touches (for approval rules). ``run`` never raises for a bad input or a
+    failed command: it returns a ``ToolOutput`` with ``is_error=True`` and a one-line
+    message that says what to do.
+    """
+
+    name: str
+    access: Access
+    spec: ToolSpec
+
+    def paths(self, input: dict[str, Any]) -> Sequence[str]: ...
+
+    async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
+
+
+ToolFactory = Callable[[], Tool]
