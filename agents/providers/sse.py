@@ -1,0 +1,175 @@
+"""Shared HTTP + server-sent-events plumbing of the provider adapters.
+
+One place maps every foreign failure to a ``ProviderError`` (``agents.errors``): HTTP
+status codes, httpx transport errors and timeouts, and SSE framing problems. SSE framing
+itself is httpx-sse's (WHATWG event-stream interpretation:
+https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation);
+this module only decodes each event's ``data`` as a JSON object.
+
+Nothing here logs or formats request headers, so an API key never reaches a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing, asynccontextmanager
+from typing import Any
+
+import httpx
+import httpx_sse
+import msgspec
+
+from ..errors import (
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderError,
+    ProviderOverloaded,
+    ProviderUnreachable,
+)
+from .retry import parse_retry_after
+
+__all__ = ["DEFAULT_TIMEOUT", "SSEEvent", "error_from_response", "post_sse"]
+
+#: Per-phase deadlines for a model call. ``read`` is the idle-stream timeout: the longest
+#: silence (no bytes, not even a ``ping``) tolerated while an answer streams.
+DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=120.0, write=30.0, pool=30.0)
+
+_MAX_MESSAGE_CHARS = 500
+_json = msgspec.json.Decoder()
+
+#: HTTP statuses worth retrying, as in the Anthropic and OpenAI SDKs (529 = overloaded).
+_RETRYABLE_STATUSES = frozenset({408, 409, 429})
+_BAD_REQUEST_STATUSES = frozenset({400, 404, 413, 422})
+
+
+class SSEEvent(msgspec.Struct, frozen=True):
+    """One dispatched SSE event whose data parsed as a JSON object."""
+
+    event: str
+    data: dict[str, Any]
+
+
+def _truncate(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error_detail(body: bytes) -> str:
+    """``type: message`` from an Anthropic/OpenAI error body, else the raw text."""
+    try:
+        parsed = _json.decode(body)
+    except msgspec.DecodeError:
+        return _truncate(body.decode("utf-8", "replace").strip())
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    if isinstance(error, dict):
+        kind = error.get("type") or error.get("code") or "error"
+        return _truncate(f"{kind}: {error.get('message', '')}")
+    return _truncate(body.decode("utf-8", "replace").strip())
+
+
+def error_from_response(
+    provider: str, status: int, headers: Mapping[str, str], body: bytes
+) -> ProviderError:
+    """Map an HTTP error response to the ``ProviderError`` named by its condition.
+
+    401/403 -> ``ProviderAuthError``; 400/404/413/422 -> ``ProviderBadRequest``;
+    408/409/429/5xx (529 included) -> ``ProviderOverloaded`` carrying the server's
+    ``retry-after`` in ``retry_after_s``; any other status -> ``ProviderError``.
+    The message holds the status, the API's error type and message, and the request id.
+    """
+    request_id = headers.get("request-id") or headers.get("x-request-id")
+    message = f"{provider} HTTP {status}: {_error_detail(body)}"
+    if request_id:
+        message += f" (request-id {request_id})"
+    if status in (401, 403):
+        return ProviderAuthError(message, status=status)
+    if status in _BAD_REQUEST_STATUSES:
+        return ProviderBadRequest(message, status=status)
+    if status in _RETRYABLE_STATUSES or status >= 500:
+        return ProviderOverloaded(
+            message, status=status, retry_after_s=parse_retry_after(headers)
+        )
+    return ProviderError(message, status=status)
+
+
+def _transport_error(provider: str, url: str, exc: Exception, timeout: httpx.Timeout) -> ProviderError:
+    match exc:
+        case httpx.ReadTimeout():
+            return ProviderUnreachable(
+                f"{provider}: no data from {url} for {timeout.read} s (idle-stream timeout)"
+            )
+        case httpx.TimeoutException():
+            return ProviderUnreachable(f"{provider}: timed out talking to {url}: {type(exc).__name__}")
+        case httpx.UnsupportedProtocol() | httpx.InvalidURL():
+            return ProviderError(f"{provider}: invalid endpoint URL {url}: {exc}")
+        case httpx.TransportError():
+            return ProviderUnreachable(
+                f"{provider}: connection to {url} failed: {type(exc).__name__}: {_truncate(str(exc))}"
+            )
+        case httpx_sse.SSEError():
+            return ProviderError(f"{provider}: {url} did not answer with an event stream: {exc}")
+        case _:
+            return ProviderError(f"{provider}: {type(exc).__name__}: {_truncate(str(exc))}")
+
+
+class SSEStream:
+    """The events of one successful (HTTP 2xx) streaming response."""
+
+    def __init__(self, provider: str, source: httpx_sse.EventSource):
+        self._provider = provider
+        self._source = source
+        self.response = source.response
+
+    async def __aiter__(self) -> AsyncIterator[SSEEvent]:
+        """Yield each event with non-empty ``data`` (comments and keep-alives are skipped).
+
+        Raises:
+            ProviderError: an event's data is not a JSON object.
+        """
+        async with aclosing(self._source.aiter_sse()) as events:
+            async for sse in events:
+                if not sse.data:
+                    continue
+                try:
+                    data = _json.decode(sse.data)
+                except msgspec.DecodeError as exc:
+                    raise ProviderError(
+                        f"{self._provider}: malformed JSON in {sse.event or 'message'!r} event: {exc}"
+                    ) from exc
+                if not isinstance(data, dict):
+                    raise ProviderError(
+                        f"{self._provider}: {sse.event or 'message'!r} event data is not a JSON object"
+                    )
+                yield SSEEvent(event=sse.event, data=data)
+
+
+@asynccontextmanager
+async def post_sse(
+    client: httpx.AsyncClient,
+    provider: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    body: bytes,
+    timeout: httpx.Timeout,
+) -> AsyncIterator[SSEStream]:
+    """POST ``body`` (JSON bytes) and stream the answer's SSE events.
+
+    Every httpx/httpx-sse failure inside the block, including while the caller iterates
+    the stream, is re-raised as a ``ProviderError`` (``raise ... from``).
+
+    Raises:
+        ProviderError: the HTTP status mapped by ``error_from_response``; a transport
+            failure or timeout as ``ProviderUnreachable``; a non-SSE answer.
+    """
+    try:
+        async with httpx_sse.aconnect_sse(
+            client, "POST", url, headers=dict(headers), content=body, timeout=timeout
+        ) as source:
+            response = source.response
+            if response.status_code >= 400:
+                raise error_from_response(
+                    provider, response.status_code, response.headers, await response.aread()
+                )
+            yield SSEStream(provider, source)
+    except (httpx.HTTPError, httpx_sse.SSEError) as exc:
+        raise _transport_error(provider, url, exc, timeout) from exc
