@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
+from musec.agents.errors import MissingCredentials, ScriptError, UnknownModel
 
-from ..errors import MissingCredentials, ScriptError, UnknownModel
 from .anthropic import DEFAULT_BASE_URL, AnthropicProvider
 from .base import OnDelta, Provider, TextDelta
 from .retry import OnRetry, RetryNotice, RetryPolicy

@@ -23,8 +23,7 @@ from typing import Any
 
 import httpx
 import msgspec
-
-from ..conversation import (
+from musec.agents.conversation import (
     Block,
     Message,
     ModelRequest,
@@ -37,13 +36,14 @@ from ..conversation import (
     ToolResultBlock,
     Usage,
 )
-from ..errors import (
+from musec.agents.errors import (
     ProviderAuthError,
     ProviderBadRequest,
     ProviderError,
     ProviderOverloaded,
     ProviderUnreachable,
 )
+
 from .base import OnDelta, TextDelta
 from .retry import OnRetry, RetryPolicy, with_retries
 from .sse import DEFAULT_TIMEOUT, SSEEvent, post_sse
@@ -71,7 +71,11 @@ def _block_to_api(block: Block) -> dict[str, Any] | None:
         case ToolCallBlock(id=call_id, name=name, input=tool_input):
             return {"type": "tool_use", "id": call_id, "name": name, "input": tool_input}
         case ToolResultBlock(call_id=call_id, content=content, is_error=is_error):
-            out: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+            out: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": call_id,
+                "content": content,
+            }
             if is_error:
                 out["is_error"] = True
             return out
@@ -152,11 +156,15 @@ def _tool_call(block: dict[str, Any]) -> ToolCallBlock:
     raw = "".join(block["json"])
     if not raw:
         start_input = block.get("input")
-        return ToolCallBlock(block["id"], block["name"], start_input if isinstance(start_input, dict) else {})
+        return ToolCallBlock(
+            block["id"], block["name"], start_input if isinstance(start_input, dict) else {}
+        )
     try:
         parsed = _decoder.decode(raw)
     except msgspec.DecodeError as exc:
-        problem = f"tool input is not valid JSON ({exc}); received {len(raw)} characters: {raw[:200]!r}"
+        problem = (
+            f"tool input is not valid JSON ({exc}); received {len(raw)} characters: {raw[:200]!r}"
+        )
         return ToolCallBlock(block["id"], block["name"], {}, input_error=problem)
     if not isinstance(parsed, dict):
         problem = f"tool input is JSON {type(parsed).__name__}, not an object: {raw[:200]!r}"
@@ -239,7 +247,9 @@ class _Assembler:
                 case "text":
                     content.append(TextBlock(block.get("text", "")))
                 case "thinking":
-                    content.append(ThinkingBlock(block.get("thinking", ""), block.get("signature", "")))
+                    content.append(
+                        ThinkingBlock(block.get("thinking", ""), block.get("signature", ""))
+                    )
                 case "redacted_thinking":
                     content.append(RedactedThinkingBlock(block.get("data", "")))
                 case "tool_use":

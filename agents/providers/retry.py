@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
-
-from ..errors import ProviderError
+from musec.agents.errors import ProviderError
 
 __all__ = ["OnRetry", "RetryNotice", "RetryPolicy", "parse_retry_after", "with_retries"]
 

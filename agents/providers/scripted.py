@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-
-from ..conversation import (
+from musec.agents.conversation import (
     Block,
     ModelRequest,
     ModelResponse,
@@ -39,7 +38,8 @@ from ..conversation import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ..errors import ScriptError
+from musec.agents.errors import ScriptError
+
 from .base import OnDelta, TextDelta
 
 __all__ = ["FINISHED_TEXT", "ScriptedProvider", "load_script"]
@@ -153,7 +153,9 @@ class ScriptedProvider:
         turn = sum(1 for m in request.messages if m.role == "assistant")
         if turn >= len(self.turns):
             await on_delta(TextDelta(FINISHED_TEXT))
-            return ModelResponse(content=[TextBlock(FINISHED_TEXT)], stop_reason="end_turn", model="scripted")
+            return ModelResponse(
+                content=[TextBlock(FINISHED_TEXT)], stop_reason="end_turn", model="scripted"
+            )
         content: list[Block] = []
         for block in self.turns[turn]:
             if "expect_result" in block:
@@ -172,7 +174,9 @@ class ScriptedProvider:
         latest = _latest_tool_result(request)
         where = f"scripted model {self.path}, agent {self.agent_id}, turn {turn}"
         if latest is None:
-            raise ScriptError(f"{where}: expected a tool result containing {expected!r}, but there is none")
+            raise ScriptError(
+                f"{where}: expected a tool result containing {expected!r}, but there is none"
+            )
         if expected not in latest.content:
             raise ScriptError(
                 f"{where}: expected the latest tool result ({latest.call_id}) to contain "

@@ -18,14 +18,14 @@ from typing import Any
 import httpx
 import httpx_sse
 import msgspec
-
-from ..errors import (
+from musec.agents.errors import (
     ProviderAuthError,
     ProviderBadRequest,
     ProviderError,
     ProviderOverloaded,
     ProviderUnreachable,
 )
+
 from .retry import parse_retry_after
 
 __all__ = ["DEFAULT_TIMEOUT", "SSEEvent", "error_from_response", "post_sse"]
@@ -85,20 +85,22 @@ def error_from_response(
     if status in _BAD_REQUEST_STATUSES:
         return ProviderBadRequest(message, status=status)
     if status in _RETRYABLE_STATUSES or status >= 500:
-        return ProviderOverloaded(
-            message, status=status, retry_after_s=parse_retry_after(headers)
-        )
+        return ProviderOverloaded(message, status=status, retry_after_s=parse_retry_after(headers))
     return ProviderError(message, status=status)
 
 
-def _transport_error(provider: str, url: str, exc: Exception, timeout: httpx.Timeout) -> ProviderError:
+def _transport_error(
+    provider: str, url: str, exc: Exception, timeout: httpx.Timeout
+) -> ProviderError:
     match exc:
         case httpx.ReadTimeout():
             return ProviderUnreachable(
                 f"{provider}: no data from {url} for {timeout.read} s (idle-stream timeout)"
             )
         case httpx.TimeoutException():
-            return ProviderUnreachable(f"{provider}: timed out talking to {url}: {type(exc).__name__}")
+            return ProviderUnreachable(
+                f"{provider}: timed out talking to {url}: {type(exc).__name__}"
+            )
         case httpx.UnsupportedProtocol() | httpx.InvalidURL():
             return ProviderError(f"{provider}: invalid endpoint URL {url}: {exc}")
         case httpx.TransportError():
