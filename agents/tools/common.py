@@ -1,0 +1,129 @@
+"""Input checking and error mapping shared by the tools."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+
+from .base import ToolContext, ToolInputError, ToolOutput
+
+__all__ = [
+    "error_output",
+    "get_bool",
+    "get_int",
+    "get_number",
+    "get_str",
+    "refuse_if_read_only",
+    "run_in_thread",
+]
+
+
+def error_output(message: str) -> ToolOutput:
+    """A failed call: ``message`` is shown to the model as the result."""
+    return ToolOutput(content=message, is_error=True)
+
+
+def _check_object(input: object) -> dict[str, Any]:
+    if not isinstance(input, dict):
+        raise ToolInputError("the tool input must be a JSON object")
+    return input
+
+
+def get_str(
+    input: dict[str, Any], key: str, *, required: bool = True, allow_empty: bool = False
+) -> str | None:
+    """The string field ``key``; ``None`` when absent and not required.
+
+    Raises:
+        ToolInputError: missing, not a string, or empty when ``allow_empty`` is false.
+    """
+    value = _check_object(input).get(key)
+    if value is None:
+        if required:
+            raise ToolInputError(f"`{key}` is required")
+        return None
+    if not isinstance(value, str):
+        raise ToolInputError(f"`{key}` must be a string, not {type(value).__name__}")
+    if not allow_empty and not value:
+        raise ToolInputError(f"`{key}` must not be empty")
+    return value
+
+
+def get_int(input: dict[str, Any], key: str, *, default: int, minimum: int) -> int:
+    """The integer field ``key`` (a whole float such as ``10.0`` is accepted), or ``default``.
+
+    Raises:
+        ToolInputError: not a whole number, or below ``minimum``.
+    """
+    value = _check_object(input).get(key)
+    if value is None:
+        return default
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolInputError(f"`{key}` must be a whole number, not {value!r}")
+    if value < minimum:
+        raise ToolInputError(f"`{key}` must be at least {minimum}, not {value}")
+    return value
+
+
+def get_number(
+    input: dict[str, Any], key: str, *, default: float, minimum_exclusive: float
+) -> float:
+    """The numeric field ``key``, or ``default``.
+
+    Raises:
+        ToolInputError: not a finite number, or not above ``minimum_exclusive``.
+    """
+    value = _check_object(input).get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ToolInputError(f"`{key}` must be a number, not {value!r}")
+    if value <= minimum_exclusive:
+        raise ToolInputError(f"`{key}` must be more than {minimum_exclusive}, not {value}")
+    return float(value)
+
+
+def get_bool(input: dict[str, Any], key: str, *, default: bool) -> bool:
+    """The boolean field ``key``, or ``default``.
+
+    Raises:
+        ToolInputError: not a boolean.
+    """
+    value = _check_object(input).get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ToolInputError(f"`{key}` must be true or false, not {value!r}")
+    return value
+
+
+def refuse_if_read_only(ctx: ToolContext, tool: str) -> None:
+    """Raise ``ToolInputError`` when the sandbox profile is ``read-only`` (plan mode)."""
+    if ctx.sandbox.profile == "read-only":
+        raise ToolInputError(
+            f"{tool} is not allowed: the workspace is read-only in this mode; describe the change instead"
+        )
+
+
+async def run_in_thread(tool: str, fn: Callable[..., ToolOutput], *args: Any) -> ToolOutput:
+    """Run a synchronous tool body in a worker thread, mapping expected errors to outputs.
+
+    The thread is not abandoned on cancellation, so a write in progress completes (and
+    stays atomic) before the cancellation goes on.
+
+    Returns:
+        ``fn``'s output; or an error output for ``ToolInputError`` (its message) and for
+        ``OSError`` (the OS's reason and the path).
+    """
+    try:
+        return await anyio.to_thread.run_sync(fn, *args)
+    except ToolInputError as exc:
+        return error_output(str(exc))
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        return error_output(f"{tool} failed: {exc.strerror or exc}{where}")

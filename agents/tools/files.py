@@ -1,0 +1,294 @@
+"""The file tools: ``read_file``, ``write_file`` and ``edit_file``.
+
+Paths are resolved with ``paths.resolve_tool_path`` (workspace-relative, symlinks
+followed, escapes refused). Writes are atomic (temporary file + rename) and return a
+``FileEdit`` with the SHA-256 before and after and a unified diff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..conversation import ToolSpec
+from .base import Access, FileEdit, ToolContext, ToolInputError, ToolOutput
+from .common import get_bool, get_int, get_str, refuse_if_read_only, run_in_thread
+from .errors import BinaryFile, FileTooLarge
+from .paths import display_path, resolve_tool_path
+from .textfile import (
+    apply_edit,
+    atomic_write,
+    decode_text,
+    looks_binary,
+    number_lines,
+    sha256_hex,
+    unified_diff,
+)
+
+__all__ = ["EditFileTool", "ReadFileTool", "WriteFileTool"]
+
+MAX_READ_FILE_BYTES = 2 * 1024 * 1024
+"""``read_file`` refuses files larger than this (2 MiB)."""
+
+MAX_EDIT_FILE_BYTES = 8 * 1024 * 1024
+"""``edit_file`` refuses files larger than this (8 MiB)."""
+
+DEFAULT_READ_LIMIT_LINES = 2000
+MAX_LINE_CHARS = 2000
+"""Longer lines are cut in ``read_file``'s output, with a note on the line."""
+
+MAX_READ_OUTPUT_CHARS = 200_000
+"""``read_file`` stops adding lines past this many characters of output."""
+
+EDIT_SNIPPET_CONTEXT_LINES = 3
+
+
+def _path_list(input: dict[str, Any]) -> Sequence[str]:
+    path = input.get("path") if isinstance(input, dict) else None
+    return [path] if isinstance(path, str) else []
+
+
+def _existing_file(path: Path, name: str, *, max_bytes: int, tool: str) -> int:
+    """Check that ``path`` is a regular file no larger than ``max_bytes``; return its size."""
+    if not path.exists():
+        raise ToolInputError(
+            f"{name} does not exist; find files with glob (or create it with write_file)"
+        )
+    if path.is_dir():
+        raise ToolInputError(f"{name} is a directory; list its files with glob (path={name!r})")
+    if not path.is_file():
+        raise ToolInputError(f"{name} is not a regular file")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise FileTooLarge(
+            f"{name} is {size} bytes, over {tool}'s cap of {max_bytes // (1024 * 1024)} MiB; "
+            "search it with grep or handle it with a command in bash"
+        )
+    return size
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines split on ``\\n`` only (like editors and grep), terminators removed."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+class ReadFileTool:
+    """``read_file {path, offset?, limit?}``: a text file's lines, numbered like ``cat -n``."""
+
+    name = "read_file"
+    access: Access = "read"
+    spec = ToolSpec(
+        name="read_file",
+        description=(
+            "Read a text file from the workspace. Returns its lines numbered like `cat -n` "
+            "(line number, tab, line). Use offset (1-based first line) and limit (number of "
+            f"lines, default {DEFAULT_READ_LIMIT_LINES}) for long files. Refuses binary files "
+            f"and files over {MAX_READ_FILE_BYTES // (1024 * 1024)} MiB. Paths are relative to the workspace."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace."},
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "First line to show (1-based).",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Number of lines to show.",
+                },
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+    )
+
+    def paths(self, input: dict[str, Any]) -> Sequence[str]:
+        return _path_list(input)
+
+    async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return await run_in_thread(self.name, self._read, input, ctx)
+
+    def _read(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = resolve_tool_path(get_str(input, "path"), ctx)
+        offset = get_int(input, "offset", default=1, minimum=1)
+        limit = get_int(input, "limit", default=DEFAULT_READ_LIMIT_LINES, minimum=1)
+        name = display_path(path, ctx)
+        _existing_file(path, name, max_bytes=MAX_READ_FILE_BYTES, tool=self.name)
+        with open(path, "rb") as f:
+            data = f.read(MAX_READ_FILE_BYTES + 1)
+        if looks_binary(data):
+            raise BinaryFile(
+                f"{name} is a binary file (NUL bytes in its first 8 KiB); read_file reads text only"
+            )
+        text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+        lines = _split_lines(text)
+        if not lines:
+            return ToolOutput(content=f"({name} is empty)")
+        if offset > len(lines):
+            raise ToolInputError(f"offset {offset} is past the end of {name} ({len(lines)} lines)")
+        shown: list[str] = []
+        chars = 0
+        for line in lines[offset - 1 : offset - 1 + limit]:
+            if len(line) > MAX_LINE_CHARS:
+                line = line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} characters]"
+            chars += len(line) + 8
+            if shown and chars > MAX_READ_OUTPUT_CHARS:
+                break
+            shown.append(line)
+        out = number_lines(shown, offset)
+        last = offset - 1 + len(shown)
+        if last < len(lines):
+            out += (
+                f"[output truncated: showed lines {offset}-{last} of {len(lines)}; "
+                f"pass offset={last + 1} to read on]\n"
+            )
+        return ToolOutput(content=out)
+
+
+class WriteFileTool:
+    """``write_file {path, content}``: create or overwrite a file, atomically."""
+
+    name = "write_file"
+    access: Access = "write"
+    spec = ToolSpec(
+        name="write_file",
+        description=(
+            "Create a file, or overwrite one completely, with the given content (UTF-8). "
+            "Parent directories are created. Prefer edit_file to change part of an existing "
+            "file. Paths are relative to the workspace; writing outside it is refused."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace."},
+                "content": {
+                    "type": "string",
+                    "description": "The complete new content of the file.",
+                },
+            },
+            "required": ["path", "content"],
+            "additionalProperties": False,
+        },
+    )
+
+    def paths(self, input: dict[str, Any]) -> Sequence[str]:
+        return _path_list(input)
+
+    async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return await run_in_thread(self.name, self._write, input, ctx)
+
+    def _write(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        refuse_if_read_only(ctx, self.name)
+        path = resolve_tool_path(get_str(input, "path"), ctx)
+        content = get_str(input, "content", allow_empty=True)
+        name = display_path(path, ctx)
+        if path.is_dir():
+            raise ToolInputError(f"{name} is a directory; give a file path")
+        before = path.read_bytes() if path.exists() else None
+        data = content.encode("utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
+        if before is None:
+            diff = unified_diff(None, content, name)
+        else:
+            try:
+                diff = unified_diff(decode_text(before, name).text, content, name)
+            except BinaryFile:
+                diff = f"Binary file {name} replaced by text\n"
+        edit = FileEdit(
+            path=name,
+            before_sha256=None if before is None else sha256_hex(before),
+            after_sha256=sha256_hex(data),
+            diff=diff,
+        )
+        verb = "created" if before is None else "overwrote"
+        lines = len(_split_lines(content))
+        return ToolOutput(content=f"{verb} {name} ({len(data)} bytes, {lines} lines)", edits=[edit])
+
+
+class EditFileTool:
+    """``edit_file {path, old_string, new_string, replace_all?}``: exact string replacement."""
+
+    name = "edit_file"
+    access: Access = "write"
+    spec = ToolSpec(
+        name="edit_file",
+        description=(
+            "Replace old_string by new_string in a file. old_string must match the file "
+            "exactly (whitespace and indentation included) and occur exactly once, unless "
+            "replace_all is true; include enough surrounding lines to make it unique. Line "
+            "endings (CRLF), a byte order mark and a missing final newline are kept. Read "
+            "the file first. To create a file use write_file."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace."},
+                "old_string": {"type": "string", "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The text to put in its place."},
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence (default false).",
+                },
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": False,
+        },
+    )
+
+    def paths(self, input: dict[str, Any]) -> Sequence[str]:
+        return _path_list(input)
+
+    async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return await run_in_thread(self.name, self._edit, input, ctx)
+
+    def _edit(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        refuse_if_read_only(ctx, self.name)
+        path = resolve_tool_path(get_str(input, "path"), ctx)
+        old = get_str(input, "old_string", allow_empty=True)
+        new = get_str(input, "new_string", allow_empty=True)
+        replace_all = get_bool(input, "replace_all", default=False)
+        name = display_path(path, ctx)
+        if not old:
+            raise ToolInputError(
+                "old_string is empty; to create or overwrite a file use write_file"
+            )
+        if old == new:
+            raise ToolInputError(
+                "old_string and new_string are the same; there is nothing to change"
+            )
+        _existing_file(path, name, max_bytes=MAX_EDIT_FILE_BYTES, tool=self.name)
+        data = path.read_bytes()
+        decoded = decode_text(data, name)
+        result = apply_edit(decoded.text, old, new, replace_all=replace_all, name=name)
+        new_data = decoded.encode(result.text)
+        if new_data == data:
+            raise ToolInputError(
+                "the edit changes nothing once line endings are matched to the file"
+            )
+        atomic_write(path, new_data)
+        edit = FileEdit(
+            path=name,
+            before_sha256=sha256_hex(data),
+            after_sha256=sha256_hex(new_data),
+            diff=unified_diff(decoded.text, result.text, name),
+        )
+        if result.count == 1:
+            first = max(1, result.lines[0] - EDIT_SNIPPET_CONTEXT_LINES)
+            last = result.lines[0] + new.count("\n") + EDIT_SNIPPET_CONTEXT_LINES
+            lines = _split_lines(result.text)
+            snippet = number_lines(lines[first - 1 : last], first)
+            summary = f"edited {name}: replaced 1 occurrence at line {result.lines[0]}; the file now reads:\n"
+            return ToolOutput(content=summary + snippet, edits=[edit])
+        where = ", ".join(map(str, result.lines[:20])) + (", ..." if result.count > 20 else "")
+        return ToolOutput(
+            content=f"edited {name}: replaced {result.count} occurrences (lines {where})",
+            edits=[edit],
+        )

@@ -1,0 +1,86 @@
+"""Resolving the paths a model gives to tools, and refusing those that lead out.
+
+A tool path is taken relative to the workspace (absolute paths are allowed when they lie
+inside an allowed root). The path is resolved with every symlink followed, and the result
+must lie inside an allowed root: the workspace, plus ``ctx.sandbox.writable_roots``.
+Reads are allowed under the same roots as writes for now (nothing else on the machine).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from .base import ToolContext
+from .errors import PathRefused, ToolInputError
+
+__all__ = ["allowed_roots", "display_path", "is_within", "resolve_tool_path"]
+
+
+def is_within(path: str, root: str) -> bool:
+    """Whether ``path`` equals ``root`` or lies below it (both absolute, normalised)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def allowed_roots(ctx: ToolContext) -> list[str]:
+    """The symlink-resolved roots a tool may touch: the workspace, then writable roots."""
+    roots = [os.path.realpath(ctx.workspace)]
+    roots += [os.path.realpath(os.path.expanduser(r)) for r in ctx.sandbox.writable_roots]
+    return roots
+
+
+def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path") -> Path:
+    """Resolve a model-given path against the workspace, refusing escapes.
+
+    Args:
+        raw: the path as the model gave it (relative to the workspace, or absolute).
+        ctx: the tool context (workspace and sandbox policy).
+        what: the input field's name, used in messages.
+
+    Returns:
+        The absolute path with every symlink resolved (the target may not exist yet).
+
+    Raises:
+        ToolInputError: ``raw`` is not a non-empty string.
+        PathRefused: the path leads outside the allowed roots, through ``..``, as an
+            absolute path, or through a symlink; the message says which.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise ToolInputError(
+            f"`{what}` must be a non-empty string (a path relative to the workspace)"
+        )
+    if "\0" in raw:
+        raise ToolInputError(f"`{what}` contains a NUL byte; give a plain path")
+    roots = allowed_roots(ctx)
+    workspace = roots[0]
+    joined = os.path.join(workspace, raw)  # an absolute raw replaces the workspace
+    lexical = os.path.normpath(joined)
+    if not _within_any(lexical, roots):
+        if os.path.isabs(raw):
+            raise PathRefused(f"{raw} is outside the workspace {workspace}; use a path inside it")
+        raise PathRefused(
+            f"{raw} leads outside the workspace {workspace} (through ..); use a path inside it"
+        )
+    resolved = os.path.realpath(joined)
+    if not _within_any(resolved, roots):
+        raise PathRefused(
+            f"{raw} goes through a symlink leading outside the workspace (to {resolved}); "
+            "use a path inside the workspace"
+        )
+    return Path(resolved)
+
+
+def display_path(path: Path, ctx: ToolContext) -> str:
+    """``path`` relative to the workspace (POSIX form) if inside it, else absolute."""
+    workspace = os.path.realpath(ctx.workspace)
+    text = str(path)
+    if text == workspace:
+        return "."
+    if is_within(text, workspace):
+        return Path(os.path.relpath(text, workspace)).as_posix()
+    return text
+
+
+def _within_any(path: str, roots: Sequence[str]) -> bool:
+    return any(is_within(path, root) for root in roots)

@@ -1,0 +1,286 @@
+"""Text-file helpers shared by the file tools: sniffing, decoding, editing, diffs, writes.
+
+Everything here is synchronous and pure except ``atomic_write``; the tools call it from
+a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import os
+import re
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BinaryFile, EditNotFound, EditNotUnique
+
+__all__ = [
+    "BINARY_SNIFF_BYTES",
+    "UTF8_BOM",
+    "DecodedText",
+    "EditResult",
+    "apply_edit",
+    "atomic_write",
+    "closest_lines",
+    "decode_text",
+    "looks_binary",
+    "number_lines",
+    "sha256_hex",
+    "unified_diff",
+]
+
+BINARY_SNIFF_BYTES = 8 * 1024
+"""A file with a NUL byte in its first this-many bytes is binary."""
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+MAX_DIFF_BYTES = 256 * 1024
+"""Diffs longer than this are cut, with a note."""
+
+MAX_DIFF_LINES = 40_000
+"""Above this many lines (before + after) no diff is computed, only a summary."""
+
+MAX_CLOSEST_WINDOWS = 50_000
+"""``closest_lines`` gives up on files with more lines than this."""
+
+MAX_LISTED_MATCHES = 20
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of ``data`` as 64 hex digits."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def looks_binary(data: bytes) -> bool:
+    """Whether ``data`` has a NUL byte in its first ``BINARY_SNIFF_BYTES`` bytes."""
+    return b"\0" in data[:BINARY_SNIFF_BYTES]
+
+
+@dataclass(frozen=True)
+class DecodedText:
+    """A text file's content without its BOM, and whether it had one."""
+
+    text: str
+    bom: bool
+
+    def encode(self, text: str) -> bytes:
+        """``text`` encoded as UTF-8, with the BOM put back if the file had one."""
+        return (UTF8_BOM if self.bom else b"") + text.encode("utf-8")
+
+
+def decode_text(data: bytes, name: str) -> DecodedText:
+    """Decode a file's bytes as UTF-8 text, keeping track of a leading BOM.
+
+    Raises:
+        BinaryFile: NUL bytes in the first 8 KiB, or invalid UTF-8.
+    """
+    if looks_binary(data):
+        raise BinaryFile(
+            f"{name} is a binary file (NUL bytes in its first 8 KiB); tools edit text files only"
+        )
+    bom = data.startswith(UTF8_BOM)
+    try:
+        text = data[len(UTF8_BOM) if bom else 0 :].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BinaryFile(
+            f"{name} is not valid UTF-8 (byte {exc.start}); edit it with a command in bash instead"
+        ) from exc
+    return DecodedText(text=text, bom=bom)
+
+
+def number_lines(lines: list[str], first_line: int) -> str:
+    """Lines numbered like ``cat -n``: a 6-wide number, a tab, the line (no terminator)."""
+    return "".join(f"{n:>6}\t{line}\n" for n, line in enumerate(lines, start=first_line))
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """The text after an edit, how many occurrences were replaced, at which lines (1-based)."""
+
+    text: str
+    count: int
+    lines: list[int]
+
+
+def _is_crlf(text: str) -> bool:
+    crlf = text.count("\r\n")
+    return crlf > 0 and crlf >= text.count("\n") - crlf
+
+
+def _to_crlf(s: str) -> str:
+    return re.sub(r"(?<!\r)\n", "\r\n", s)
+
+
+def _starts(text: str, needle: str) -> list[int]:
+    """Every start offset of ``needle`` in ``text``, overlapping ones included."""
+    found, i = [], text.find(needle)
+    while i != -1:
+        found.append(i)
+        i = text.find(needle, i + 1)
+    return found
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def apply_edit(text: str, old: str, new: str, *, replace_all: bool, name: str) -> EditResult:
+    """Replace ``old`` by ``new`` in ``text``, exactly, keeping the file's line endings.
+
+    In a CRLF file, bare ``\\n`` in ``old`` and ``new`` are taken as ``\\r\\n`` (models
+    write LF); in an LF file, ``\\r\\n`` in them are taken as ``\\n``. The text as given
+    is tried first when that does not match.
+
+    Args:
+        text: the file's text (BOM removed).
+        old: the exact text to find; must be non-empty.
+        new: its replacement.
+        replace_all: replace every (non-overlapping) occurrence instead of requiring one.
+        name: the file's name for messages.
+
+    Returns:
+        The new text, the number of replacements and the 1-based line of each.
+
+    Raises:
+        EditNotFound: ``old`` does not occur; the message shows the closest lines.
+        EditNotUnique: ``old`` occurs more than once and ``replace_all`` is false.
+    """
+    candidates = [(old, new)]
+    if _is_crlf(text):
+        candidates.insert(0, (_to_crlf(old), _to_crlf(new)))
+    elif "\r\n" in old:
+        candidates.append((old.replace("\r\n", "\n"), new.replace("\r\n", "\n")))
+    for old_form, new_form in candidates:  # noqa: B007 (the matching pair is used below)
+        starts = _starts(text, old_form)
+        if starts:
+            break
+    else:
+        raise EditNotFound(_not_found_message(text, old, name))
+    if replace_all:
+        lines, i = [], text.find(old_form)
+        while i != -1:  # the non-overlapping occurrences str.replace uses
+            lines.append(_line_of(text, i))
+            i = text.find(old_form, i + len(old_form))
+        return EditResult(text.replace(old_form, new_form), len(lines), lines)
+    if len(starts) > 1:
+        lines = [_line_of(text, s) for s in starts]
+        listed = ", ".join(map(str, lines[:MAX_LISTED_MATCHES])) + (
+            ", ..." if len(lines) > MAX_LISTED_MATCHES else ""
+        )
+        raise EditNotUnique(
+            f"old_string occurs {len(starts)} times in {name} (lines {listed}); include more "
+            "surrounding lines to make it unique, or pass replace_all=true"
+        )
+    start = starts[0]
+    return EditResult(
+        text[:start] + new_form + text[start + len(old_form) :], 1, [_line_of(text, start)]
+    )
+
+
+def closest_lines(text: str, wanted: str) -> tuple[int, int, float] | None:
+    """Find the run of lines in ``text`` most similar to ``wanted`` (difflib ratio).
+
+    Returns:
+        ``(first_line, last_line, ratio)`` with 1-based inclusive line numbers and ratio
+        in [0, 1], or ``None`` for an empty or very long text.
+    """
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    want = [line.rstrip("\r") for line in wanted.strip("\r\n").split("\n")]
+    n = len(want)
+    if not text or len(lines) > MAX_CLOSEST_WINDOWS:
+        return None
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2("\n".join(want))
+    best_ratio, best_start = 0.0, 0
+    for start in range(max(1, len(lines) - n + 1)):
+        matcher.set_seq1("\n".join(lines[start : start + n]))
+        if matcher.real_quick_ratio() <= best_ratio or matcher.quick_ratio() <= best_ratio:
+            continue
+        ratio = matcher.ratio()
+        if ratio > best_ratio:
+            best_ratio, best_start = ratio, start
+    last = min(len(lines), best_start + n)
+    return best_start + 1, last, best_ratio
+
+
+def _not_found_message(text: str, old: str, name: str) -> str:
+    closest = closest_lines(text, old)
+    if closest is None or closest[2] < 0.4:
+        return (
+            f"old_string was not found in {name}; read the file with read_file and copy the "
+            "exact text (whitespace included)"
+        )
+    first, last, ratio = closest
+    shown = [line.rstrip("\r") for line in text.split("\n")[first - 1 : last]]
+    where = f"line {first}" if first == last else f"lines {first}-{last}"
+    return (
+        f"old_string was not found in {name}; the closest text is at {where} ({ratio:.0%} "
+        "similar), copy it exactly (whitespace included):\n"
+        + number_lines(shown, first).rstrip("\n")
+    )
+
+
+def unified_diff(before: str | None, after: str, name: str) -> str:
+    """A unified diff (``difflib``) from ``before`` (``None``: a new file) to ``after``.
+
+    Lines without a final newline get git's ``\\ No newline at end of file`` marker. The
+    diff is cut at ``MAX_DIFF_BYTES`` with a note; above ``MAX_DIFF_LINES`` lines only a
+    summary line is returned.
+    """
+    a = [] if before is None else before.splitlines(keepends=True)
+    b = after.splitlines(keepends=True)
+    if len(a) + len(b) > MAX_DIFF_LINES:
+        return f"(diff of {name} omitted: {len(a)} lines before, {len(b)} lines after)\n"
+    fromfile = "/dev/null" if before is None else f"a/{name}"
+    parts, size = [], 0
+    for line in difflib.unified_diff(a, b, fromfile, f"b/{name}"):
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        parts.append(line)
+        size += len(line)
+        if size > MAX_DIFF_BYTES:
+            parts.append(f"[... diff cut at {MAX_DIFF_BYTES} bytes ...]\n")
+            break
+    return "".join(parts)
+
+
+def _default_file_mode() -> int:
+    """0o666 less the process umask, read from /proc (changing the umask is racy)."""
+    umask = 0o022
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                umask = int(line.split()[1], 8)
+    return 0o666 & ~umask
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory + rename.
+
+    An existing file's permission bits are kept; a new file gets 0o666 less the umask.
+    Readers see either the old or the new content, never a mix; on failure the old file
+    is untouched and the temporary file removed.
+
+    Raises:
+        OSError: the directory is not writable, the disk is full, ...
+    """
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = _default_file_mode()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".musec-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
