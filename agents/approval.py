@@ -1,0 +1,42 @@
+"""Approval modes: which tool calls need a person's yes (``--approval``).
+
+| mode        | reads | workspace writes | commands (sandboxed)            |
+|-------------|-------|------------------|---------------------------------|
+| ``auto``    | allow | allow            | allow                           |
+| ``ask``     | allow | ask              | ask                             |
+| ``read-only`` | allow | deny           | allow, workspace mounted read-only |
+| ``never``   | allow | allow            | allow (the sandbox is the only boundary) |
+
+Paths outside the workspace are refused by the tools themselves in every mode.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Decision = Literal["allow", "ask", "deny"]
+MODES = ("auto", "ask", "read-only", "never")
+
+
+class UnknownApprovalMode(ValueError):
+    pass
+
+
+def decide(mode: str, access: str) -> Decision:
+    """The decision for a call with ``access`` (``read``/``write``/``execute``) under ``mode``.
+
+    Raises:
+        UnknownApprovalMode: ``mode`` is not one of ``MODES``.
+    """
+    if mode not in MODES:
+        raise UnknownApprovalMode(f"unknown approval mode {mode!r}; use one of {', '.join(MODES)}")
+    if access == "read" or mode in ("auto", "never"):
+        return "allow"
+    if mode == "ask":
+        return "ask"
+    return "deny" if access == "write" else "allow"
+
+
+def sandbox_profile(mode: str) -> str:
+    """The sandbox profile commands run under in ``mode``."""
+    return "read-only" if mode == "read-only" else "workspace-write"

@@ -1,0 +1,100 @@
+"""An agent's conversation as a pure fold over its logged events (DESIGN §5 rule 1).
+
+The live loop and replay both build the history with ``History.apply``, one event at a
+time, from the events exactly as they were written to the log; so the request replay
+would send next is byte-identical to the one the live run sent.
+
+Events that shape the history (others are ignored):
+
+- ``user_message`` ``{text}``: a person's message.
+- ``agent_message`` ``{to, from, body, priority}``: a message to this agent, shown as
+  user text at its next turn boundary.
+- ``model_response`` ``{content: [Block...]}``: the assistant's message.
+- ``tool_finished`` ``{call_id, content, is_error}``: the result of a call.
+- ``tool_interrupted`` ``{call_id, reason}``: a call cut off (crash, Ctrl-C); answered to
+  the model as an interrupted call, never re-run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .conversation import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
+
+
+def decode_blocks(raw: Any) -> list[Block]:
+    """Decode the ``content`` of a ``model_response`` event into blocks."""
+    return msgspec.convert(raw, list[Block])
+
+
+class History:
+    """The conversation of one agent, and the counters derived from it.
+
+    Attributes:
+        messages: roles alternate, starting with ``user``.
+        turns_since_user: model responses since the latest person's message.
+        turns: model responses in all.
+    """
+
+    def __init__(self, agent: str = "main") -> None:
+        self.agent = agent
+        self.messages: list[Message] = []
+        self.turns = 0
+        self.turns_since_user = 0
+        self.tokens_in = 0
+        self.tokens_out = 0
+
+    def apply(self, event: dict[str, Any]) -> None:
+        """Fold one event (a decoded log line) into the history."""
+        kind = event.get("type")
+        if kind == "agent_message":
+            if event.get("to") != self.agent:
+                return
+            text = f"[message from agent {event.get('from')}, priority {event.get('priority', 'normal')}]\n{event.get('body', '')}"
+            self._user_block(TextBlock(text))
+            return
+        if event.get("agent") != self.agent:
+            return
+        if kind == "user_message":
+            self._user_block(TextBlock(event["text"]))
+            self.turns_since_user = 0
+        elif kind == "model_response":
+            content = decode_blocks(event["content"])
+            self.messages.append(Message("assistant", content))
+            self.turns += 1
+            self.turns_since_user += 1
+            usage = event.get("usage") or {}
+            self.tokens_in += int(usage.get("input_tokens", 0))
+            self.tokens_out += int(usage.get("output_tokens", 0))
+        elif kind == "tool_finished":
+            self._user_block(ToolResultBlock(event["call_id"], event.get("content", ""), bool(event.get("is_error"))))
+        elif kind == "tool_interrupted":
+            reason = event.get("reason", "interrupted")
+            self._user_block(ToolResultBlock(event["call_id"], f"[tool call interrupted: {reason}; it may have partly run]", True))
+
+    def _user_block(self, block: TextBlock | ToolResultBlock) -> None:
+        if self.messages and self.messages[-1].role == "user":
+            last = self.messages[-1]
+            self.messages[-1] = Message("user", [*last.content, block])
+        else:
+            self.messages.append(Message("user", [block]))
+
+    def unanswered_calls(self) -> list[ToolCallBlock]:
+        """Tool calls of the last assistant message that have no result yet, in order."""
+        for i in range(len(self.messages) - 1, -1, -1):
+            msg = self.messages[i]
+            if msg.role == "assistant":
+                answered = set()
+                for later in self.messages[i + 1 :]:
+                    answered |= {b.call_id for b in later.content if isinstance(b, ToolResultBlock)}
+                return [b for b in msg.content if isinstance(b, ToolCallBlock) and b.id not in answered]
+        return []
+
+    def last_assistant_text(self) -> str:
+        """The text of the latest assistant message (the run's result)."""
+        for msg in reversed(self.messages):
+            if msg.role == "assistant":
+                return "".join(b.text for b in msg.content if isinstance(b, TextBlock))
+        return ""

@@ -1,0 +1,222 @@
+"""The agent loop: model call, tool calls, results, repeat (DESIGN §7).
+
+One ``Agent`` per agent of a session. Its state is its ``History``, a fold over the events
+it records; every step is recorded before it is acted on, so the daemon can be killed at
+any point and the agent goes on from its log (DESIGN §5). Limits are checked before each
+model call. Control flow leaves ``run`` as an ``Outcome``; nothing is raised for what the
+model did, only for bugs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import msgspec
+
+from .approval import decide
+from .conversation import ModelRequest, ToolCallBlock, request_digest
+from .errors import AgentError, ProviderError, ProviderOverloaded, ProviderUnreachable
+from .history import History
+from .providers.base import Provider, TextDelta
+from .tools.base import Tool, ToolContext, ToolOutput
+
+
+class Recorder(Protocol):
+    """Appends one event to the session log and returns it as written (a dict).
+
+    ``sync=True`` makes it durable before returning (write-ahead events).
+    """
+
+    def __call__(self, type: str, *, agent: str, sync: bool = False, **fields: Any) -> dict[str, Any]: ...
+
+
+class NeedsApproval(AgentError):
+    """A call needs a person's yes and nobody can give it (a headless run)."""
+
+
+# ``ask(agent_id, call, tool) -> (decision, by)``: decision is allow/deny/always;
+# raises NeedsApproval when no person can answer.
+AskApproval = Callable[[str, ToolCallBlock, Tool], Awaitable[tuple[str, str]]]
+OnDelta = Callable[[str, TextDelta], Awaitable[None]]
+
+
+@dataclass
+class Outcome:
+    """How a run of the loop ended.
+
+    ``exit_reason``: ``finished``, ``max_turns``, ``needs_approval``, ``error``,
+    ``provider_unreachable`` or ``interrupted``. ``result`` is the model's final text.
+    """
+
+    exit_reason: str
+    result: str = ""
+    message: str = ""
+
+
+class Agent:
+    """One agent: its provider, tools, limits and history.
+
+    Args:
+        agent_id: ``main``, ``worker:NAME`` or a background role's name.
+        provider: the model client.
+        tools: the tools offered, in the order offered.
+        ctx: where tools run.
+        record: the session's event recorder.
+        ask: how a needed approval is asked.
+        on_delta: where streamed text goes (live only).
+        approval_mode: ``auto``, ``ask``, ``read-only`` or ``never``.
+        max_turns: model calls allowed after each person's message.
+        system_prompt: the system prompt (stable, for prompt caching).
+        store_blob: stores a large output, returns its sha256 hex.
+        session_id: sent as the provider's cache key.
+    """
+
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        provider: Provider,
+        tools: Sequence[Tool],
+        ctx: ToolContext,
+        record: Recorder,
+        ask: AskApproval,
+        on_delta: OnDelta,
+        approval_mode: str,
+        max_turns: int,
+        system_prompt: str,
+        store_blob: Callable[[bytes], str],
+        session_id: str = "",
+    ) -> None:
+        self.agent_id = agent_id
+        self.provider = provider
+        self.tools = {t.name: t for t in tools}
+        self.ctx = ctx
+        self._record = record
+        self._ask = ask
+        self._on_delta = on_delta
+        self.approval_mode = approval_mode
+        self.max_turns = max_turns
+        self.system_prompt = system_prompt
+        self._store_blob = store_blob
+        self.session_id = session_id
+        self.history = History(agent_id)
+        self.always_allowed: set[str] = set()
+
+    def record(self, type: str, *, sync: bool = False, **fields: Any) -> dict[str, Any]:
+        event = self._record(type, agent=self.agent_id, sync=sync, **fields)
+        self.history.apply(event)
+        return event
+
+    def build_request(self) -> ModelRequest:
+        """The next model request, from the history alone."""
+        return ModelRequest(
+            model=self.provider.model,
+            system=self.system_prompt,
+            messages=list(self.history.messages),
+            tools=[t.spec for t in self.tools.values()],
+            session_id=self.session_id,
+        )
+
+    async def run(self) -> Outcome:
+        """Run until the model stops, a limit is hit, or an approval cannot be had."""
+        while True:
+            pending = self.history.unanswered_calls()
+            if pending:
+                try:
+                    await self._run_calls(pending)
+                except NeedsApproval as exc:
+                    return Outcome("needs_approval", message=str(exc))
+                continue
+            if self.history.turns_since_user >= self.max_turns:
+                return Outcome("max_turns", message=f"stopped after {self.max_turns} model turns (--max-turns)")
+            request = self.build_request()
+            self.record(
+                "model_request", provider=self.provider.name, model=self.provider.model,
+                digest=request_digest(request), messages=len(request.messages),
+            )
+            started = time.monotonic()
+            try:
+                response = await self.provider.complete(request, self._delta)
+            except (ProviderUnreachable, ProviderOverloaded) as exc:
+                return Outcome("provider_unreachable", message=str(exc))
+            except (ProviderError, AgentError) as exc:
+                return Outcome("error", message=str(exc))
+            self.record(
+                "model_response",
+                content=msgspec.to_builtins(response.content),
+                stop_reason=response.stop_reason,
+                usage=msgspec.to_builtins(response.usage),
+                model=response.model or self.provider.model,
+                provider=self.provider.name,
+                provider_ids=response.provider_ids,
+                latency_s=round(time.monotonic() - started, 3),
+            )
+            if not response.tool_calls:
+                return Outcome("finished", result=response.text)
+
+    async def _delta(self, delta: TextDelta) -> None:
+        await self._on_delta(self.agent_id, delta)
+
+    async def _run_calls(self, calls: list[ToolCallBlock]) -> None:
+        for n, call in enumerate(calls):
+            try:
+                await self._run_call(call)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    self._answer_interrupted(call, calls[n + 1 :])
+                raise
+
+    def _answer_interrupted(self, call: ToolCallBlock, rest: list[ToolCallBlock]) -> None:
+        """Answer the call cut off and the calls not yet run, so the history stays valid."""
+        if call.id in {c.id for c in self.history.unanswered_calls()}:
+            self.record("tool_interrupted", call_id=call.id, tool=call.name, reason="interrupted by the person", sync=True)
+        for other in rest:
+            self.record("tool_finished", call_id=other.id, tool=other.name, is_error=True,
+                        content="not run: the person interrupted the turn")
+
+    async def _run_call(self, call: ToolCallBlock) -> None:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self.tools)
+            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
+                        content=f"unknown tool {call.name!r}; the tools are: {names}")
+            return
+        if call.input_error is not None:
+            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
+                        content=f"the tool was not run: its input is not a valid JSON object ({call.input_error}); send the call again")
+            return
+        decision = "allow" if call.name in self.always_allowed else decide(self.approval_mode, tool.access)
+        if decision == "ask":
+            self.record("approval_requested", call_id=call.id, tool=call.name, input=call.input, sync=True)
+            answer, by = await self._ask(self.agent_id, call, tool)
+            self.record("approval_resolved", call_id=call.id, decision=answer, by=by, sync=True)
+            if answer == "always":
+                self.always_allowed.add(call.name)
+            decision = "deny" if answer == "deny" else "allow"
+        if decision == "deny":
+            why = "the person denied it" if self.approval_mode == "ask" else f"approval mode {self.approval_mode} does not allow {tool.access} calls"
+            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True, content=f"not run: {why}")
+            return
+        self.record("tool_started", call_id=call.id, tool=call.name, input=call.input, sync=True)
+        t0 = time.monotonic()
+        output = await tool.run(call.input, self.ctx)
+        self._finish(call, output, time.monotonic() - t0)
+
+    def _finish(self, call: ToolCallBlock, output: ToolOutput, duration_s: float) -> None:
+        for edit in output.edits:
+            self.record("file_edited", call_id=call.id, path=edit.path, before_sha256=edit.before_sha256,
+                        after_sha256=edit.after_sha256, diff=edit.diff)
+        extra: dict[str, Any] = {}
+        if output.full_output is not None:
+            extra["blob"] = self._store_blob(output.full_output)
+            extra["full_bytes"] = len(output.full_output)
+        if output.exit_status is not None:
+            extra["exit_status"] = output.exit_status
+        if output.timed_out:
+            extra["timed_out"] = True
+        self.record("tool_finished", call_id=call.id, tool=call.name, is_error=output.is_error,
+                    content=output.content, duration_s=round(duration_s, 3), **extra)

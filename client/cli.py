@@ -1,0 +1,347 @@
+"""``musec``: the thin command-line client (DESIGN §3, contract).
+
+Every command talks to the daemon over its socket; nothing here touches session files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from musec.daemon import protocol as p
+
+from . import exitcodes
+from .connection import Connection, connect, try_connect
+from .errors import ClientError, DaemonLost, RequestFailed, UsageError
+from .render import Renderer
+
+DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
+APPROVALS = ("ask", "auto", "read-only", "never")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="musec", description="musec: a terminal coding agent.")
+    parser.add_argument("--version", action="version", version=f"musec {p.__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    def session_opts(sp: argparse.ArgumentParser, approval_default: str) -> None:
+        sp.add_argument("--model", default=None, help="PROVIDER/MODEL or scripted:PATH (default: $MUSEC_MODEL or %s)" % DEFAULT_MODEL)
+        sp.add_argument("--workspace", default=None, help="the repository to work in (default: the current directory)")
+        sp.add_argument("--approval", choices=APPROVALS, default=approval_default)
+        sp.add_argument("--max-turns", type=int, default=50)
+        sp.add_argument("--sandbox", choices=("auto", "bwrap", "seatbelt", "off"), default="auto")
+
+    run = sub.add_parser("run", help="run one task headlessly")
+    run.add_argument("task", nargs="?", default="")
+    session_opts(run, "ask")
+    run.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
+    run.add_argument("--budget-usd", type=float, default=None)
+    run.add_argument("--resume", default=None, metavar="ID")
+    run.add_argument("--continue", dest="continue_", action="store_true")
+
+    sessions = sub.add_parser("sessions", help="list sessions, newest first")
+    sessions.add_argument("--workspace", default=None)
+    sessions.add_argument("--all", action="store_true")
+    sessions.add_argument("--json", action="store_true")
+
+    log = sub.add_parser("log", help="show a session's event log, or `log verify ID`")
+    log.add_argument("args", nargs="+", metavar="ID | verify ID")
+    log.add_argument("--json", action="store_true")
+
+    attach = sub.add_parser("attach", help="join a live session and print its events")
+    attach.add_argument("session_id")
+    attach.add_argument("--output-format", choices=("text", "stream-json"), default="text")
+
+    daemon = sub.add_parser("daemon", help="manage the daemon")
+    daemon.add_argument("action", choices=("start", "stop", "status", "run", "install"))
+    daemon.add_argument("--json", action="store_true")
+
+    sub.add_parser("doctor", help="check the sandbox, socket, credentials, git and GPU")
+    demo = sub.add_parser("demo", help="fix a bundled example's failing test with the scripted model")
+    demo.add_argument("--keep", action="store_true", help="keep the example's copy")
+
+    interactive = sub.add_parser("chat", help="interactive session (the default with no command)")
+    session_opts(interactive, "ask")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return dispatch(args)
+    except ClientError as exc:
+        print(f"musec: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return exitcodes.INTERRUPTED
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    match args.command:
+        case "run":
+            return cmd_run(args)
+        case "sessions":
+            return cmd_sessions(args)
+        case "log":
+            return cmd_log(args)
+        case "attach":
+            return cmd_attach(args)
+        case "daemon":
+            from .service import cmd_daemon
+
+            return cmd_daemon(args)
+        case "doctor":
+            from .doctor import cmd_doctor
+
+            return cmd_doctor()
+        case "demo":
+            from .demo import cmd_demo
+
+            return cmd_demo(args)
+        case "chat" | None:
+            from .interactive import cmd_interactive
+
+            return cmd_interactive(args)
+        case _:  # pragma: no cover - argparse refuses unknown commands
+            return exitcodes.USAGE
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def credentials() -> dict[str, str]:
+    """The provider variables of this environment, passed to the daemon per request."""
+    return {k: os.environ[k] for k in p.CREDENTIAL_VARS if os.environ.get(k)}
+
+
+def resolve_model(model: str | None) -> str:
+    model = model or os.environ.get("MUSEC_MODEL") or DEFAULT_MODEL
+    if model.startswith("scripted:"):
+        path = Path(model.removeprefix("scripted:")).expanduser()
+        if not path.is_file():
+            raise UsageError(f"scripted model file {path} does not exist")
+        model = "scripted:" + str(path.resolve())
+    return model
+
+
+def resolve_workspace(workspace: str | None) -> str:
+    path = Path(workspace or os.getcwd()).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"workspace {path} is not a directory")
+    return str(path.resolve())
+
+
+def start_request(conn: Connection, args: argparse.Namespace, task: str, *, interactive: bool) -> p.StartSession:
+    if args.max_turns < 1:
+        raise UsageError("--max-turns must be at least 1")
+    return p.StartSession(
+        id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
+        task=task, approval=args.approval, max_turns=args.max_turns, credentials=credentials(),
+        interactive=interactive, end_when_idle=not interactive, sandbox=args.sandbox,
+    )
+
+
+def request_error_code(exc: RequestFailed) -> int:
+    return exitcodes.USAGE if exc.code in ("bad_request", "session_not_found") else exitcodes.GOAL_UNMET
+
+
+# --- musec run ------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.resume or args.continue_:
+        raise UsageError("--resume and --continue are not available yet in this version; start a new run")
+    task = args.task if args.task != "-" else sys.stdin.read()
+    if not task.strip():
+        raise UsageError('give the task: musec run "fix the failing test"')
+    conn = connect()
+    req = start_request(conn, args, task, interactive=False)
+    return follow_run(conn, req, args.output_format)
+
+
+def follow_run(
+    conn: Connection, req: p.StartSession, output_format: str,
+    events: list[dict[str, Any]] | None = None, info: dict[str, str] | None = None,
+) -> int:
+    """Start a headless session and show it until it ends; return the exit code.
+
+    ``events``, when given, collects every logged event (decoded) as it arrives;
+    ``info`` gets the ``session_id`` and ``log_path``.
+    """
+    info = {} if info is None else info
+    conn.send(req)
+    renderer = Renderer(sys.stdout)
+    session_id = ""
+    interrupted = False
+    while True:
+        try:
+            msg = conn.recv()
+        except KeyboardInterrupt:
+            if interrupted or not session_id:
+                return exitcodes.INTERRUPTED
+            interrupted = True
+            conn.send(p.Interrupt(id=conn.next_id(), session_id=session_id))
+            print("\nmusec: interrupting the turn (Ctrl-C again to leave it running)", file=sys.stderr)
+            continue
+        except DaemonLost:
+            where = f" during session {session_id}" if session_id else ""
+            print(f"musec: the daemon stopped{where}; its log is kept (`musec log {session_id}`)", file=sys.stderr)
+            return exitcodes.UNREACHABLE
+        match msg:
+            case p.Error() if msg.id in (req.id, 0):
+                print(f"musec: {msg.message}", file=sys.stderr)
+                return exitcodes.USAGE if msg.code == "bad_request" else exitcodes.GOAL_UNMET
+            case p.SessionStarted():
+                session_id = msg.session_id
+                info.update(session_id=msg.session_id, log_path=msg.log_path)
+                if output_format == "text":
+                    print(f"session {session_id}", file=sys.stderr)
+            case p.Event():
+                if events is not None:
+                    events.append(json.loads(msg.line))
+                if output_format == "stream-json":
+                    sys.stdout.write(msg.line.decode() + "\n")
+                    sys.stdout.flush()
+                elif output_format == "text":
+                    renderer.event(json.loads(msg.line))
+            case p.Delta():
+                if output_format == "text":
+                    renderer.delta(msg.text, msg.kind)
+            case p.SessionEnded():
+                return finish_run(output_format, msg)
+            case _:
+                pass
+
+
+def finish_run(output_format: str, msg: p.SessionEnded) -> int:
+    code = exitcodes.for_reason(msg.exit_reason)
+    summary = {
+        "type": "result", "session_id": msg.session_id, "exit_reason": msg.exit_reason, "exit_code": code,
+        "result": msg.result, "message": msg.message, "turns": msg.turns, "usage": msg.usage,
+        "cost_usd": msg.cost_usd, "log_path": msg.log_path,
+    }
+    if output_format in ("json", "stream-json"):
+        print(json.dumps(summary, ensure_ascii=False))
+    else:
+        if msg.message and msg.exit_reason != "finished":
+            print(f"musec: {msg.message}", file=sys.stderr)
+        print(f"musec: {msg.exit_reason} after {msg.turns} turns; log: {msg.log_path}", file=sys.stderr)
+    return code
+
+
+# --- sessions, log, attach ------------------------------------------------------------
+
+
+def _age(ts: float) -> str:
+    s = max(0, time.time() - ts)
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= n:
+            return f"{int(s // n)}{unit}"
+    return f"{int(s)}s"
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    conn = connect()
+    workspace = "" if args.all else resolve_workspace(args.workspace)
+    reply = conn.request(p.ListSessions(id=conn.next_id(), workspace=workspace))
+    rows = reply.sessions
+    if args.json:
+        print(json.dumps([{"id": s.id, "workspace": s.workspace, "started_at": s.started_at, "updated_at": s.updated_at,
+                           "status": s.status, "title": s.title} for s in rows], ensure_ascii=False))
+        return exitcodes.OK
+    if not rows:
+        where = "" if args.all else f" in {workspace} (--all lists every workspace)"
+        print(f"no sessions{where}")
+        return exitcodes.OK
+    for s in rows:
+        print(f"{s.id}  {s.status:<12} {_age(s.updated_at):>4}  {s.workspace}  {s.title}")
+    return exitcodes.OK
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    conn = connect()
+    if args.args[0] == "verify":
+        if len(args.args) != 2:
+            raise UsageError("usage: musec log verify ID")
+        try:
+            r = conn.request(p.VerifyLog(id=conn.next_id(), session_id=args.args[1]))
+        except RequestFailed as exc:
+            print(f"musec: {exc}", file=sys.stderr)
+            return request_error_code(exc)
+        if r.ok:
+            print(f"ok: {r.events} events, hash chain intact ({r.session_id})")
+            return exitcodes.OK
+        for problem in r.problems:
+            print(f"FAILED: {problem}")
+        return exitcodes.GOAL_UNMET
+    if len(args.args) != 1:
+        raise UsageError("usage: musec log ID [--json] | musec log verify ID")
+    try:
+        r = conn.request(p.ReadLog(id=conn.next_id(), session_id=args.args[0]))
+    except RequestFailed as exc:
+        print(f"musec: {exc}", file=sys.stderr)
+        return request_error_code(exc)
+    for line in r.lines:
+        if args.json:
+            sys.stdout.write(line.decode() + "\n")
+        else:
+            print(log_line_summary(json.loads(line)))
+    return exitcodes.OK
+
+
+def log_line_summary(ev: dict[str, Any]) -> str:
+    from .render import Renderer, call_summary
+
+    t = time.strftime("%H:%M:%S", time.localtime(ev.get("ts", 0)))
+    kind = ev.get("type", "?")
+    detail = ""
+    if kind in ("tool_started", "approval_requested"):
+        detail = call_summary(ev.get("tool", "?"), ev.get("input") or {})
+    elif kind == "tool_finished":
+        detail = f"{ev.get('tool')} {Renderer.result_summary(ev)}"
+    elif kind == "model_response":
+        blocks = ev.get("content", [])
+        text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text").strip()
+        calls = [b.get("name") for b in blocks if b.get("type") == "tool_call"]
+        detail = (text[:70] + ("…" if len(text) > 70 else "")) + (f" → {', '.join(calls)}" if calls else "")
+    elif kind in ("user_message",):
+        detail = ev.get("text", "")[:80]
+    elif kind == "file_edited":
+        detail = ev.get("path", "")
+    elif kind in ("session_ended", "turn_ended"):
+        detail = ev.get("exit_reason", "")
+    elif kind == "session_started":
+        detail = f"{ev.get('model')} in {ev.get('workspace')}"
+    return f"{ev.get('seq', '?'):>5}  {t}  {ev.get('agent', ''):<6} {kind:<18} {detail}".rstrip()
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    conn = connect()
+    req = p.Attach(id=conn.next_id(), session_id=args.session_id, since_seq=-1)
+    conn.send(req)
+    renderer = Renderer(sys.stdout)
+    while True:
+        msg = conn.recv()
+        match msg:
+            case p.Error():
+                print(f"musec: {msg.message}", file=sys.stderr)
+                return exitcodes.USAGE
+            case p.Event():
+                if args.output_format == "stream-json":
+                    print(msg.line.decode(), flush=True)
+                else:
+                    renderer.event(json.loads(msg.line))
+            case p.Delta():
+                if args.output_format == "text":
+                    renderer.delta(msg.text, msg.kind)
+            case p.Resync():
+                conn.send(p.Attach(id=req.id, session_id=msg.session_id, since_seq=msg.last_seq))
+            case p.SessionEnded():
+                return exitcodes.OK
+            case _:
+                pass

@@ -1,0 +1,52 @@
+"""``musec doctor``: checks the sandbox, the socket, credentials, git and the GPU."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from musec.daemon import protocol as p
+
+from . import exitcodes
+from .connection import try_connect
+
+
+def _bwrap() -> tuple[bool, str]:
+    path = shutil.which("bwrap")
+    if path is None:
+        return False, "bubblewrap is missing: install it (`apt-get install bubblewrap`), or run with --sandbox off"
+    proc = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--dev", "/dev", "--proc", "/proc", "true"],
+                          capture_output=True, text=True, timeout=20)
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
+        return False, f"bubblewrap cannot create namespaces ({why}): enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
+    return True, f"bubblewrap works ({path})"
+
+
+def cmd_doctor() -> int:
+    checks: list[tuple[str, bool, str]] = []
+    if os.uname().sysname == "Darwin":  # pragma: no cover
+        ok = shutil.which("sandbox-exec") is not None
+        checks.append(("sandbox", ok, "sandbox-exec found" if ok else "sandbox-exec is missing"))
+    else:
+        ok, msg = _bwrap()
+        checks.append(("sandbox", ok, msg))
+    rg = shutil.which("rg")
+    checks.append(("ripgrep", rg is not None, rg or "ripgrep (rg) is missing: `pip install ripgrep==14.1.0` or `apt-get install ripgrep`"))
+    git = shutil.which("git")
+    checks.append(("git", True, git or "git CLI not found (musec uses pygit2; the CLI is optional)"))
+    try:
+        conn = try_connect()
+        checks.append(("daemon", True, f"running, pid {conn.daemon.pid}, {p.socket_path()}" if conn else f"not running (starts on demand at {p.socket_path()})"))
+    except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
+        checks.append(("daemon", False, str(exc)))
+    keys = [k for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY") if os.environ.get(k)]
+    checks.append(("credentials", True, ", ".join(keys) + " set" if keys else "no provider key set (musec demo and scripted: models need none)"))
+    gpu = shutil.which("nvidia-smi")
+    checks.append(("gpu", True, "nvidia-smi found" if gpu else "no NVIDIA GPU (kernel benchmarks will not run)"))
+    failed = False
+    for name, ok, msg in checks:
+        print(f"{'✓' if ok else '✗'} {name:<12} {msg}")
+        failed |= not ok
+    return exitcodes.GOAL_UNMET if failed else exitcodes.OK

@@ -1,0 +1,113 @@
+"""Building a session's main agent from a ``StartSession`` request."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import protocol as p
+from .blobs import BlobStore
+from .errors import BadRequest
+
+if TYPE_CHECKING:
+    from musec.agents.loop import Agent
+
+    from .server import Daemon
+    from .session import Session
+
+# Variables never passed to tool processes (DESIGN §11); the tools drop more by pattern.
+_TOOL_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ")
+
+
+def tool_env() -> dict[str, str]:
+    """The environment tool commands start from: a short allow-list of the daemon's."""
+    env = {k: os.environ[k] for k in _TOOL_ENV_KEEP if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env
+
+
+def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Agent:
+    """The main agent of a new session.
+
+    Raises:
+        BadRequest: the model id, approval mode or sandbox mode is not valid, or the
+            provider's credentials are missing (the message names the variable).
+    """
+    from musec.agents.approval import MODES, sandbox_profile
+    from musec.agents.errors import AgentError
+    from musec.agents.loop import Agent
+    from musec.agents.prompt import system_prompt
+    from musec.agents.providers import make_provider
+    from musec.agents.tools import default_tools
+    from musec.agents.tools.base import SandboxPolicy, ToolContext
+
+    if req.approval not in MODES:
+        raise BadRequest(f"unknown approval mode {req.approval!r}; use one of {', '.join(MODES)}")
+    if req.sandbox not in ("bwrap", "seatbelt", "off", "auto"):
+        raise BadRequest(f"unknown sandbox {req.sandbox!r}; use bwrap, seatbelt or off")
+    if req.max_turns < 1:
+        raise BadRequest("--max-turns must be at least 1")
+    workspace = Path(req.workspace).resolve()
+    try:
+        provider = make_provider(req.model, credentials, agent_id="main", http_client=daemon.http)
+    except AgentError as exc:
+        raise BadRequest(str(exc)) from exc
+    mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if os.uname().sysname == "Darwin" else "bwrap")
+    ctx = ToolContext(
+        workspace=workspace,
+        env=tool_env(),
+        sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval)),
+        state_dir=daemon.paths.state,
+    )
+    blobs = BlobStore(daemon.paths.blobs)
+    return Agent(
+        agent_id="main",
+        provider=provider,
+        tools=default_tools(),
+        ctx=ctx,
+        record=session.record,
+        ask=session.ask,
+        on_delta=session.delta,
+        approval_mode=req.approval,
+        max_turns=req.max_turns,
+        system_prompt=system_prompt(workspace),
+        store_blob=blobs.put,
+        session_id=session.id,
+    )
+
+
+def git_base(workspace: Path) -> dict[str, Any]:
+    """The workspace's repository and HEAD commit, or ``{}`` outside a repository."""
+    try:
+        import pygit2
+    except ImportError:  # pragma: no cover
+        return {}
+    found = pygit2.discover_repository(str(workspace))
+    if not found:
+        return {}
+    try:
+        repo = pygit2.Repository(found)
+        if repo.head_is_unborn:
+            return {"git_dir": repo.path, "base_commit": None}
+        return {"git_dir": repo.path, "base_commit": str(repo.head.target), "branch": repo.head.shorthand}
+    except pygit2.GitError:
+        return {}
+
+
+def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -> dict[str, Any]:
+    """The fields of the ``session_started`` event (no credentials, ever)."""
+    return {
+        "workspace": str(workspace.resolve()),
+        "title": req.title or req.task.strip().splitlines()[0][:80] if req.task.strip() else req.title,
+        "model": req.model,
+        "provider": agent.provider.name,
+        "approval": req.approval,
+        "sandbox": agent.ctx.sandbox.mode,
+        "max_turns": req.max_turns,
+        "interactive": req.interactive,
+        "tools": [t.spec.name for t in agent.tools.values()],
+        "musec_version": p.__version__,
+        "pid": os.getpid(),
+        "git": git_base(workspace),
+    }

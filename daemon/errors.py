@@ -1,0 +1,33 @@
+"""Errors of the daemon, named by condition. Each carries a one-line message for a person."""
+
+from __future__ import annotations
+
+
+class DaemonError(Exception):
+    """Base of every error the daemon raises on purpose."""
+
+    code = "daemon_error"
+
+
+class DaemonAlreadyRunning(DaemonError):
+    code = "daemon_already_running"
+
+
+class SessionLocked(DaemonError):
+    """Another process holds the session's log lock."""
+
+    code = "session_locked"
+
+
+class LogCorrupt(DaemonError):
+    """A session log is damaged before its last line."""
+
+    code = "log_corrupt"
+
+
+class SessionNotFound(DaemonError):
+    code = "session_not_found"
+
+
+class BadRequest(DaemonError):
+    code = "bad_request"

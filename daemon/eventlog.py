@@ -1,0 +1,324 @@
+"""The session event log (DESIGN §5, contract: location and line format).
+
+One JSONL file per session, ``state/sessions/<SESSION_ID>.jsonl``. Each line is one JSON
+object ``{"seq": N, "ts": UNIX_SECONDS, "agent": ..., "type": ..., ...fields, "h": H}``
+where ``seq`` counts from 0 without gaps and ``h`` chains the line to the one before:
+
+    h_n = sha256(h_{n-1} || body_n)[:32 hex digits]      (h_{-1} = "")
+
+``body_n`` is the line's bytes with the trailing ``,"h":"…"`` member removed, so the
+chain covers every byte of every line and ``verify`` detects any change, gap or
+truncation. ``h`` is always the last member.
+
+Writes: the log is held by an exclusive ``flock`` so two daemons never write one file.
+``append(..., sync=True)`` fsyncs before returning (write-ahead events: a side effect
+starts only after its announcement is durable); other appends are written at once and
+fsynced at the next sync (group commit). A torn last line found on open is cut off, kept
+in ``<log>.torn``, and reported. Secrets are replaced before anything is written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .errors import LogCorrupt, SessionLocked
+
+_H_LEN = 32
+_H_SUFFIX_LEN = len(b',"h":"') + _H_LEN + len(b'"}')
+_json = msgspec.json.Encoder()
+_REDACTED = b"[REDACTED]"
+# Shapes of provider keys: Anthropic sk-ant-..., OpenAI sk-..., sk-proj-...
+_KEY_PATTERNS = re.compile(rb"sk-ant-[A-Za-z0-9_\-]{16,}|sk-(?:proj-)?[A-Za-z0-9_\-]{32,}")
+
+
+def chain_hash(prev_h: str, body: bytes) -> str:
+    """The chain value of a line whose hashed bytes are ``body``, after ``prev_h``."""
+    return hashlib.sha256(prev_h.encode("ascii") + body).hexdigest()[:_H_LEN]
+
+
+def split_line(line: bytes) -> tuple[bytes, str]:
+    """Split a log line (no newline) into its hashed body and its ``h``.
+
+    Raises:
+        LogCorrupt: the line does not end with an ``h`` member.
+    """
+    tail = line[-_H_SUFFIX_LEN:]
+    if len(line) < _H_SUFFIX_LEN + 2 or not tail.startswith(b',"h":"') or not tail.endswith(b'"}'):
+        raise LogCorrupt("line has no trailing hash member")
+    return line[:-_H_SUFFIX_LEN] + b"}", tail[6:-2].decode("ascii", "replace")
+
+
+class Redactor:
+    """Replaces secret values, and anything shaped like a provider key, in encoded bytes."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: list[bytes] = sorted(
+            {s.encode() for s in secrets if s and len(s) >= 8}, key=len, reverse=True
+        )
+
+    def add(self, secrets: Iterable[str]) -> None:
+        merged = {s.encode() for s in secrets if s and len(s) >= 8} | set(self._secrets)
+        self._secrets = sorted(merged, key=len, reverse=True)
+
+    def __call__(self, data: bytes) -> bytes:
+        for s in self._secrets:
+            if s in data:
+                data = data.replace(s, _REDACTED)
+        return _KEY_PATTERNS.sub(_REDACTED, data)
+
+
+@dataclass
+class OpenReport:
+    """What ``EventLog.open`` found: the number of events and any torn tail it cut."""
+
+    events: int
+    torn_bytes: int = 0
+    torn_path: str | None = None
+
+
+class EventLog:
+    """The single writer of one session's log file.
+
+    Use ``EventLog.create`` for a new session and ``EventLog.open`` to go on with an
+    existing one. Not thread-safe; the daemon appends from one task.
+    """
+
+    def __init__(self, path: Path, fd: int, next_seq: int, last_h: str, redactor: Redactor):
+        self.path = path
+        self._fd = fd
+        self.next_seq = next_seq
+        self.last_h = last_h
+        self.redact = redactor
+        self._unsynced = False
+
+    # -- opening ------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: Path, *, secrets: Iterable[str] = ()) -> EventLog:
+        """Create a new, empty, locked log (mode 0600).
+
+        Raises:
+            FileExistsError: the file exists already.
+        """
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        _lock(fd, path)
+        return cls(path, fd, 0, "", Redactor(secrets))
+
+    @classmethod
+    def open(cls, path: Path, *, secrets: Iterable[str] = ()) -> tuple[EventLog, OpenReport]:
+        """Open an existing log for appending, cutting a torn last line.
+
+        Raises:
+            SessionLocked: another process holds the log.
+            LogCorrupt: a line before the last is damaged (the log is not appended to).
+        """
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            _lock(fd, path)
+            data = _read_all(fd)
+            report = OpenReport(events=0)
+            cut = data.rfind(b"\n") + 1
+            if cut < len(data):
+                torn = data[cut:]
+                torn_path = path.with_name(path.name + ".torn")
+                with open(torn_path, "ab") as f:
+                    f.write(torn + b"\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.ftruncate(fd, cut)
+                os.fsync(fd)
+                report.torn_bytes, report.torn_path = len(torn), str(torn_path)
+                data = data[:cut]
+            check = verify_bytes(data)
+            if check.problems:
+                raise LogCorrupt(f"{path.name}: {check.problems[0]}; open it read-only with `musec log`")
+            report.events = check.events
+            return cls(path, fd, check.events, check.last_h, Redactor(secrets)), report
+        except BaseException:
+            os.close(fd)
+            raise
+
+    # -- writing ------------------------------------------------------------------
+
+    def encode(self, type: str, agent: str = "main", **fields: Any) -> tuple[bytes, str]:
+        """The line (without newline) that ``append`` would write next, and its ``h``."""
+        event: dict[str, Any] = {"seq": self.next_seq, "ts": round(time.time(), 6), "agent": agent, "type": type}
+        event.update(fields)
+        body = self.redact(_json.encode(event))
+        h = chain_hash(self.last_h, body)
+        return body[:-1] + b',"h":"' + h.encode("ascii") + b'"}', h
+
+    def append(self, type: str, agent: str = "main", *, sync: bool = False, **fields: Any) -> tuple[int, bytes]:
+        """Append one event; return its ``seq`` and the line written (no newline).
+
+        Args:
+            type: the event type (``tool_started``...).
+            agent: the agent the event belongs to (``main``, ``worker:NAME``...).
+            sync: fsync before returning (write-ahead events).
+            **fields: the event's fields; must be JSON-encodable by msgspec.
+
+        Raises:
+            OSError: the write failed (e.g. ENOSPC). The file is cut back to its last
+                whole line first, so nothing half-written stays.
+        """
+        line, h = self.encode(type, agent, **fields)
+        data = line + b"\n"
+        size = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):
+                raise OSError(28, "short write to the event log")
+            if sync:
+                os.fsync(self._fd)
+                self._unsynced = False
+            else:
+                self._unsynced = True
+        except OSError:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass
+            raise
+        seq = self.next_seq
+        self.next_seq += 1
+        self.last_h = h
+        return seq, line
+
+    def sync(self) -> None:
+        """Make every appended line durable (the group commit)."""
+        if self._unsynced:
+            os.fsync(self._fd)
+            self._unsynced = False
+
+    def close(self) -> None:
+        """Sync, unlock and close. Idempotent."""
+        if self._fd >= 0:
+            try:
+                self.sync()
+            finally:
+                os.close(self._fd)
+                self._fd = -1
+
+
+def _lock(fd: int, path: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        os.close(fd)
+        raise SessionLocked(f"{path.name} is held by another musec daemon") from exc
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# --- reading and verifying ------------------------------------------------------------
+
+
+@dataclass
+class VerifyReport:
+    """Result of checking a log: ``ok`` only when intact with no torn tail."""
+
+    events: int = 0
+    last_h: str = ""
+    torn_bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.torn_bytes
+
+
+def verify_bytes(data: bytes) -> VerifyReport:
+    """Check the hash chain and the ``seq`` sequence of a log's bytes.
+
+    A last line without its newline is counted in ``torn_bytes``, not as a problem.
+    Checking stops at the first damaged line, whose ``seq`` (the expected one) is named.
+    """
+    report = VerifyReport()
+    cut = data.rfind(b"\n") + 1
+    report.torn_bytes = len(data) - cut
+    prev_h = ""
+    for n, line in enumerate(data[:cut].split(b"\n")[:-1]):
+        try:
+            body, h = split_line(line)
+            seq = msgspec.json.decode(body).get("seq")
+        except (LogCorrupt, msgspec.DecodeError, AttributeError):
+            report.problems.append(f"line {n + 1} (seq {n}) is damaged")
+            break
+        if seq != n:
+            report.problems.append(f"line {n + 1} has seq {seq}, expected {n}")
+            break
+        if chain_hash(prev_h, body) != h:
+            report.problems.append(f"seq {n}: hash chain broken (the line or one before it was changed)")
+            break
+        prev_h = h
+        report.events = n + 1
+    report.last_h = prev_h
+    return report
+
+
+def verify(path: Path) -> VerifyReport:
+    """Verify the log at ``path``; a 0-byte log is reported as a problem."""
+    data = path.read_bytes()
+    report = verify_bytes(data)
+    if not data:
+        report.problems.append("the log is empty (0 bytes): the session never started")
+    return report
+
+
+def read_lines(path: Path) -> list[bytes]:
+    """The whole lines of a log (a torn tail left out), without newlines."""
+    data = path.read_bytes()
+    return data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The log's events as dicts, up to the first damaged line.
+
+    Raises:
+        LogCorrupt: naming the seq of the first damaged line, if any.
+    """
+    events = []
+    for n, line in enumerate(read_lines(path)):
+        try:
+            events.append(msgspec.json.decode(line))
+        except msgspec.DecodeError as exc:
+            raise LogCorrupt(f"{path.name}: seq {n} is damaged") from exc
+    return events
+
+
+def first_and_last(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The first and last whole events of a log, reading only its ends."""
+    with open(path, "rb") as f:
+        head = f.readline()
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - 65536))
+        tail = f.read()
+    first = _try_decode(head) if head.endswith(b"\n") else None
+    lines = tail[: tail.rfind(b"\n") + 1].split(b"\n")[:-1]
+    last = _try_decode(lines[-1]) if lines else None
+    return first, last
+
+
+def _try_decode(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,232 @@
+"""One live session: its log, its main agent, and the hub that fans events out.
+
+Every event goes through ``Session.record``: appended to the log (the single writer),
+folded into the agent's history, then offered to each attached client. Clients get
+small bounded streams; one that falls behind is cut off with a ``Resync`` instead of
+slowing the agent (DESIGN §4, §6).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from . import protocol as p
+from .eventlog import EventLog
+
+log = structlog.get_logger("musec.session")
+SUBSCRIBER_BUFFER = 512
+
+
+class Subscriber:
+    """One attached client's view of a session: a bounded stream of daemon messages."""
+
+    def __init__(self, request_id: int) -> None:
+        self.request_id = request_id
+        self.send, self.receive = anyio.create_memory_object_stream[Any](SUBSCRIBER_BUFFER)
+        self.last_seq = -1
+        self.cut_off = False
+
+
+@dataclass
+class PendingApproval:
+    call_id: str
+    tool: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    decision: str = ""
+    by: str = ""
+
+
+class Session:
+    """A session hosted by the daemon.
+
+    Args:
+        session_id: the session's id (also its log's file name).
+        log: the session's event log, already holding ``session_started``.
+        interactive: whether a person can answer approvals.
+        end_when_idle: end the session when the agent stops (headless runs).
+    """
+
+    def __init__(self, session_id: str, log_: EventLog, *, interactive: bool, end_when_idle: bool) -> None:
+        self.id = session_id
+        self.log = log_
+        self.interactive = interactive
+        self.end_when_idle = end_when_idle
+        self.subscribers: list[Subscriber] = []
+        self.approvals: dict[str, PendingApproval] = {}
+        self.agent: Any = None  # agents.loop.Agent, set by the daemon
+        self.status = "running"
+        self.ended = anyio.Event()
+        self._inputs_send, self._inputs = anyio.create_memory_object_stream[str](16)
+        self._turn_scope: anyio.CancelScope | None = None
+        self._scope: anyio.CancelScope | None = None
+        self.on_end: Callable[[Session], None] | None = None
+        self.turns = 0
+        self.usage: dict[str, int] = {}
+        self.cost_usd = 0.0
+
+    # -- events -------------------------------------------------------------------
+
+    def record(self, type: str, *, agent: str = "main", sync: bool = False, **fields: Any) -> dict[str, Any]:
+        """Append an event, then fan it out; return it as written."""
+        seq, line = self.log.append(type, agent, sync=sync, **fields)
+        event = msgspec.json.decode(line)
+        if type == "model_response":
+            self._count(event)
+        self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)
+        return event
+
+    def _count(self, event: dict[str, Any]) -> None:
+        self.turns += 1
+        for k, v in (event.get("usage") or {}).items():
+            if isinstance(v, int):
+                self.usage[k] = self.usage.get(k, 0) + v
+
+    def _broadcast(self, make: Callable[[Subscriber], Any], seq: int | None = None) -> None:
+        for sub in list(self.subscribers):
+            if sub.cut_off:
+                continue
+            try:
+                sub.send.send_nowait(make(sub))
+                if seq is not None:
+                    sub.last_seq = seq
+            except anyio.WouldBlock:
+                self._cut_off(sub)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self.detach(sub)
+
+    def _cut_off(self, sub: Subscriber) -> None:
+        sub.cut_off = True
+        self.detach(sub)
+        log.warning("client_cut_off", session_id=self.id, last_seq=sub.last_seq)
+
+    async def delta(self, agent: str, delta: Any) -> None:
+        """Fan out a streamed text piece (live only)."""
+        self._broadcast(lambda sub: p.Delta(id=sub.request_id, session_id=self.id, agent=agent, text=delta.text, kind=delta.kind))
+
+    # -- clients ------------------------------------------------------------------
+
+    def attach(self, request_id: int, since_seq: int) -> tuple[Subscriber, list[tuple[int, bytes]]]:
+        """Subscribe; return the subscriber and the backlog after ``since_seq``.
+
+        Reading the backlog and subscribing happen with no await between them, and every
+        append goes through ``record`` on this same thread, so nothing is missed or
+        repeated.
+        """
+        from .eventlog import read_lines
+
+        backlog = [(n, line) for n, line in enumerate(read_lines(self.log.path)) if n > since_seq]
+        sub = Subscriber(request_id)
+        sub.last_seq = backlog[-1][0] if backlog else since_seq
+        self.subscribers.append(sub)
+        return sub, backlog
+
+    def detach(self, sub: Subscriber) -> None:
+        if sub in self.subscribers:
+            self.subscribers.remove(sub)
+        sub.send.close()
+
+    # -- input, approvals, interrupts ---------------------------------------------
+
+    def submit(self, text: str) -> None:
+        """Queue a person's message; it becomes a ``user_message`` at the next idle point."""
+        self._inputs_send.send_nowait(text)
+
+    async def ask(self, agent_id: str, call: Any, tool: Any) -> tuple[str, str]:
+        """Wait for the first client's answer to an approval (the agent loop's ``ask``)."""
+        from musec.agents.loop import NeedsApproval
+
+        if not self.interactive:
+            summary = msgspec.json.encode(call.input).decode()[:120]
+            raise NeedsApproval(f"{call.name}({summary}) [call {call.id}] needs approval; run interactively or with --approval auto")
+        pending = PendingApproval(call.id, call.name)
+        self.approvals[call.id] = pending
+        try:
+            await pending.done.wait()
+        finally:
+            self.approvals.pop(call.id, None)
+        return pending.decision, pending.by
+
+    def answer(self, call_id: str, decision: str, by: str) -> bool:
+        """Resolve a pending approval; the first answer wins. Returns whether it counted."""
+        pending = self.approvals.get(call_id)
+        if pending is None or pending.done.is_set():
+            return False
+        pending.decision, pending.by = decision, by
+        pending.done.set()
+        return True
+
+    def interrupt(self) -> None:
+        """Cancel the current turn (the agent answers the calls it cut off)."""
+        if self._turn_scope is not None:
+            self._turn_scope.cancel()
+
+    def end(self) -> None:
+        """End the session: the current turn is cancelled and ``session_ended`` written."""
+        self._inputs_send.close()
+        if self._turn_scope is not None:
+            self._turn_scope.cancel()
+
+    # -- running ------------------------------------------------------------------
+
+    async def run(self, first_task: str) -> None:
+        """Run turns until the session ends; always writes ``session_ended``."""
+        outcome_reason, result, message = "interrupted", "", "the daemon stopped"
+        try:
+            if first_task:
+                self.submit(first_task)
+            async for text in self._inputs:
+                self.record("user_message", text=text, sync=True)
+                self.status = "running"
+                outcome = None
+                with anyio.CancelScope() as scope:
+                    self._turn_scope = scope
+                    outcome = await self.agent.run()
+                self._turn_scope = None
+                if outcome is None:
+                    outcome_reason, result, message = "interrupted", "", "the turn was interrupted"
+                else:
+                    outcome_reason, result, message = outcome.exit_reason, outcome.result, outcome.message
+                self.status = "idle"
+                self.record("turn_ended", exit_reason=outcome_reason, result=result, message=message)
+                self.log.sync()
+                self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id,
+                                                   exit_reason=outcome_reason, result=result))
+                if self.end_when_idle:
+                    break
+            else:
+                if outcome_reason == "interrupted" and self.turns == 0:
+                    outcome_reason, message = "finished", ""
+        finally:
+            with anyio.CancelScope(shield=True):
+                self._finish(outcome_reason, result, message)
+
+    def _finish(self, exit_reason: str, result: str, message: str) -> None:
+        self.status = exit_reason
+        try:
+            self.record("session_ended", exit_reason=exit_reason, result=result, message=message,
+                        turns=self.turns, usage=self.usage, sync=True)
+        except OSError as exc:
+            log.error("session_end_not_logged", session_id=self.id, error=str(exc))
+        cost = self.cost_usd if math.isfinite(self.cost_usd) else 0.0
+        self._broadcast(lambda sub: p.SessionEnded(
+            id=sub.request_id, session_id=self.id, exit_reason=exit_reason, result=result,
+            turns=self.turns, usage=self.usage, cost_usd=cost, message=message, log_path=str(self.log.path)))
+        for sub in list(self.subscribers):
+            self.detach(sub)
+        self.log.close()
+        self.ended.set()
+        if self.on_end is not None:
+            self.on_end(self)
+
+    @property
+    def log_path(self) -> Path:
+        return self.log.path
