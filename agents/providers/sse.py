@@ -93,6 +93,8 @@ def _transport_error(
     provider: str, url: str, exc: Exception, timeout: httpx.Timeout
 ) -> ProviderError:
     match exc:
+        case httpx_sse.SSEError():  # before TransportError, its base class
+            return ProviderError(f"{provider}: {url} did not answer with an event stream: {exc}")
         case httpx.ReadTimeout():
             return ProviderUnreachable(
                 f"{provider}: no data from {url} for {timeout.read} s (idle-stream timeout)"
@@ -107,8 +109,6 @@ def _transport_error(
             return ProviderUnreachable(
                 f"{provider}: connection to {url} failed: {type(exc).__name__}: {_truncate(str(exc))}"
             )
-        case httpx_sse.SSEError():
-            return ProviderError(f"{provider}: {url} did not answer with an event stream: {exc}")
         case _:
             return ProviderError(f"{provider}: {type(exc).__name__}: {_truncate(str(exc))}")
 
