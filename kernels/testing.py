@@ -79,7 +79,11 @@ def check_close(name: str, ref: Any, out: Any, tol: float) -> str | None:
     if not same_inf:
         return f"{name}: non-finite reference entries not reproduced"
     if r[finite].numel():
-        max_abs = float((r[finite] - o[finite]).abs().max()) if o[finite].isfinite().all() else float("inf")
+        max_abs = (
+            float((r[finite] - o[finite]).abs().max())
+            if o[finite].isfinite().all()
+            else float("inf")
+        )
         if max_abs <= ABS_FLOOR:
             return None
     err = rel_rms_error(ref, out)

@@ -26,8 +26,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-
-from .._runtime import next_pow2, tune_configs
+from musec.kernels._runtime import next_pow2, tune_configs
 
 CHUNK = 64  # tokens per chunk (BT)
 SUB = 16  # rows per sub-block (BC); CHUNK == 4 * SUB is assumed by _intra_kernel
@@ -52,9 +51,22 @@ def _chunk_bounds(i_c, cu_seqlens, chunk_indices, T, NT, IS_VARLEN: tl.constexpr
 
 @triton.jit
 def _cumsum_kernel(
-    g, gc, A_log, dt_bias, cu_seqlens, chunk_indices, T, NT, lower_bound,
-    H: tl.constexpr, K: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
-    GATE: tl.constexpr, HAS_A_LOG: tl.constexpr, HAS_DT_BIAS: tl.constexpr,
+    g,
+    gc,
+    A_log,
+    dt_bias,
+    cu_seqlens,
+    chunk_indices,
+    T,
+    NT,
+    lower_bound,
+    H: tl.constexpr,
+    K: tl.constexpr,
+    BT: tl.constexpr,
+    BK: tl.constexpr,
+    GATE: tl.constexpr,
+    HAS_A_LOG: tl.constexpr,
+    HAS_DT_BIAS: tl.constexpr,
     IS_VARLEN: tl.constexpr,
 ):
     i_c, i_h, i_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -66,7 +78,12 @@ def _cumsum_kernel(
     x = tl.load(g + offs, mask=mask, other=0.0).to(tl.float32)
     if GATE != 0:
         if HAS_DT_BIAS:
-            x = x + tl.load(dt_bias + i_h * K + cols, mask=cols < K, other=0.0).to(tl.float32)[None, :]
+            x = (
+                x
+                + tl.load(dt_bias + i_h * K + cols, mask=cols < K, other=0.0).to(tl.float32)[
+                    None, :
+                ]
+            )
         if GATE == 1:
             # -exp(A_log) * softplus(x), softplus linear above 20
             a = tl.exp(tl.load(A_log + i_h).to(tl.float32))
@@ -94,18 +111,39 @@ def _inv_unit_lower(D, BC: tl.constexpr):
 
 
 @triton.jit
-def _load_rows(ptr, t_start, eos, i_h, col0, H: tl.constexpr, D: tl.constexpr,
-               BC: tl.constexpr, BD: tl.constexpr):
+def _load_rows(
+    ptr,
+    t_start,
+    eos,
+    i_h,
+    col0,
+    H: tl.constexpr,
+    D: tl.constexpr,
+    BC: tl.constexpr,
+    BD: tl.constexpr,
+):
     """Load a [BC, BD] fp32 tile of a [tokens, H, D] tensor (rows t_start.., cols col0..), 0 outside."""
     rows = t_start + tl.arange(0, BC)
     cols = col0 + tl.arange(0, BD)
     mask = (rows < eos)[:, None] & (cols < D)[None, :]
-    return tl.load(ptr + (rows[:, None] * H + i_h) * D + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    return tl.load(ptr + (rows[:, None] * H + i_h) * D + cols[None, :], mask=mask, other=0.0).to(
+        tl.float32
+    )
 
 
 @triton.jit
-def _load_g(gc, t_start, eos, i_h, col0, g_last, H: tl.constexpr, K: tl.constexpr,
-            BC: tl.constexpr, BK: tl.constexpr):
+def _load_g(
+    gc,
+    t_start,
+    eos,
+    i_h,
+    col0,
+    g_last,
+    H: tl.constexpr,
+    K: tl.constexpr,
+    BC: tl.constexpr,
+    BK: tl.constexpr,
+):
     """Cumulative decay rows; rows past the sequence end take the last valid row's value."""
     rows = t_start + tl.arange(0, BC)
     x = _load_rows(gc, t_start, eos, i_h, col0, H, K, BC, BK)
@@ -137,34 +175,67 @@ def _offdiag_block(k_i, q_i, g_i, k_j, g_j, ref, PREC: tl.constexpr):
 
 
 @triton.jit
-def _store_block(ptr, x, t_start, eos, i_h, col0, H: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr):
+def _store_block(
+    ptr, x, t_start, eos, i_h, col0, H: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr
+):
     rows = t_start + tl.arange(0, BC)
     cols = col0 + tl.arange(0, BC)
     mask = (rows < eos)[:, None] & (cols < BT)[None, :]
-    tl.store(ptr + (rows[:, None] * H + i_h) * BT + cols[None, :], x.to(ptr.dtype.element_ty), mask=mask)
+    tl.store(
+        ptr + (rows[:, None] * H + i_h) * BT + cols[None, :], x.to(ptr.dtype.element_ty), mask=mask
+    )
 
 
 @triton.jit
-def _store_rows(ptr, x, t_start, eos, i_h, col0, H: tl.constexpr, D: tl.constexpr,
-                BC: tl.constexpr, BD: tl.constexpr):
+def _store_rows(
+    ptr,
+    x,
+    t_start,
+    eos,
+    i_h,
+    col0,
+    H: tl.constexpr,
+    D: tl.constexpr,
+    BC: tl.constexpr,
+    BD: tl.constexpr,
+):
     rows = t_start + tl.arange(0, BC)
     cols = col0 + tl.arange(0, BD)
     mask = (rows < eos)[:, None] & (cols < D)[None, :]
-    tl.store(ptr + (rows[:, None] * H + i_h) * D + cols[None, :], x.to(ptr.dtype.element_ty), mask=mask)
+    tl.store(
+        ptr + (rows[:, None] * H + i_h) * D + cols[None, :], x.to(ptr.dtype.element_ty), mask=mask
+    )
 
 
 def _intra_configs():
-    return tune_configs(
-        [triton.Config({"BK": bk}, num_warps=w) for bk in (64, 32) for w in (4, 8)]
-    )
+    return tune_configs([triton.Config({"BK": bk}, num_warps=w) for bk in (64, 32) for w in (4, 8)])
 
 
 @triton.autotune(configs=_intra_configs(), key=["K", "V", "PREC"])
 @triton.jit
 def _intra_kernel(
-    k, q, v, gc, beta, Aqk, W, U, cu_seqlens, chunk_indices, T, NT, scale,
-    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
-    BK: tl.constexpr, BV: tl.constexpr, PREC: tl.constexpr, IS_VARLEN: tl.constexpr,
+    k,
+    q,
+    v,
+    gc,
+    beta,
+    Aqk,
+    W,
+    U,
+    cu_seqlens,
+    chunk_indices,
+    T,
+    NT,
+    scale,
+    H: tl.constexpr,
+    K: tl.constexpr,
+    V: tl.constexpr,
+    BT: tl.constexpr,
+    BC: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+    PREC: tl.constexpr,
+    IS_VARLEN: tl.constexpr,
 ):
     i_c, i_h = tl.program_id(0), tl.program_id(1)
     i_n, i_t, bos, eos = _chunk_bounds(i_c, cu_seqlens, chunk_indices, T, NT, IS_VARLEN)
@@ -195,9 +266,15 @@ def _intra_kernel(
         g2 = _load_g(gc, t2, eos, i_h, c0, g_last, H, K, BC, BK)
         g3 = _load_g(gc, t3, eos, i_h, c0, g_last, H, K, BC, BK)
         # reference rows: first row of blocks 1..3 (clamped to the last valid row)
-        r1 = tl.load(gc + (tl.minimum(t1, last) * H + i_h) * K + c0 + o_k, mask=c0 + o_k < K, other=0.0)
-        r2 = tl.load(gc + (tl.minimum(t2, last) * H + i_h) * K + c0 + o_k, mask=c0 + o_k < K, other=0.0)
-        r3 = tl.load(gc + (tl.minimum(t3, last) * H + i_h) * K + c0 + o_k, mask=c0 + o_k < K, other=0.0)
+        r1 = tl.load(
+            gc + (tl.minimum(t1, last) * H + i_h) * K + c0 + o_k, mask=c0 + o_k < K, other=0.0
+        )
+        r2 = tl.load(
+            gc + (tl.minimum(t2, last) * H + i_h) * K + c0 + o_k, mask=c0 + o_k < K, other=0.0
+        )
+        r3 = tl.load(
+            gc + (tl.minimum(t3, last) * H + i_h) * K + c0 + o_k, mask=c0 + o_k < K, other=0.0
+        )
 
         a, b = _diag_block(k0, q0, g0, BC)
         D0 += a
@@ -231,10 +308,18 @@ def _intra_kernel(
         Q32 += b
 
     # beta scales the rows of Akk; scale the rows of Aqk.
-    b0 = tl.load(beta + (t0 + o_c) * H + i_h, mask=t0 + o_c < eos, other=0.0).to(tl.float32)[:, None]
-    b1 = tl.load(beta + (t1 + o_c) * H + i_h, mask=t1 + o_c < eos, other=0.0).to(tl.float32)[:, None]
-    b2 = tl.load(beta + (t2 + o_c) * H + i_h, mask=t2 + o_c < eos, other=0.0).to(tl.float32)[:, None]
-    b3 = tl.load(beta + (t3 + o_c) * H + i_h, mask=t3 + o_c < eos, other=0.0).to(tl.float32)[:, None]
+    b0 = tl.load(beta + (t0 + o_c) * H + i_h, mask=t0 + o_c < eos, other=0.0).to(tl.float32)[
+        :, None
+    ]
+    b1 = tl.load(beta + (t1 + o_c) * H + i_h, mask=t1 + o_c < eos, other=0.0).to(tl.float32)[
+        :, None
+    ]
+    b2 = tl.load(beta + (t2 + o_c) * H + i_h, mask=t2 + o_c < eos, other=0.0).to(tl.float32)[
+        :, None
+    ]
+    b3 = tl.load(beta + (t3 + o_c) * H + i_h, mask=t3 + o_c < eos, other=0.0).to(tl.float32)[
+        :, None
+    ]
     strict = o_c[:, None] > o_c[None, :]
     D0 = tl.where(strict, D0, 0.0) * b0
     D1 = tl.where(strict, D1, 0.0) * b1
@@ -267,13 +352,20 @@ def _intra_kernel(
     M10 = -tl.dot(M11, tl.dot(A10, M00, input_precision="ieee"), input_precision="ieee")
     M21 = -tl.dot(M22, tl.dot(A21, M11, input_precision="ieee"), input_precision="ieee")
     M32 = -tl.dot(M33, tl.dot(A32, M22, input_precision="ieee"), input_precision="ieee")
-    M20 = -tl.dot(M22, tl.dot(A20, M00, input_precision="ieee") + tl.dot(A21, M10, input_precision="ieee"),
-                  input_precision="ieee")
-    M31 = -tl.dot(M33, tl.dot(A31, M11, input_precision="ieee") + tl.dot(A32, M21, input_precision="ieee"),
-                  input_precision="ieee")
+    M20 = -tl.dot(
+        M22,
+        tl.dot(A20, M00, input_precision="ieee") + tl.dot(A21, M10, input_precision="ieee"),
+        input_precision="ieee",
+    )
+    M31 = -tl.dot(
+        M33,
+        tl.dot(A31, M11, input_precision="ieee") + tl.dot(A32, M21, input_precision="ieee"),
+        input_precision="ieee",
+    )
     M30 = -tl.dot(
         M33,
-        tl.dot(A30, M00, input_precision="ieee") + tl.dot(A31, M10, input_precision="ieee")
+        tl.dot(A30, M00, input_precision="ieee")
+        + tl.dot(A31, M10, input_precision="ieee")
         + tl.dot(A32, M20, input_precision="ieee"),
         input_precision="ieee",
     )
@@ -282,16 +374,39 @@ def _intra_kernel(
     for i_k in range(0, tl.cdiv(K, BK)):
         c0 = i_k * BK
         g_last = tl.load(gc + (last * H + i_h) * K + c0 + o_k, mask=c0 + o_k < K, other=0.0)
-        x0 = _load_rows(k, t0, eos, i_h, c0, H, K, BC, BK) * tl.exp(_load_g(gc, t0, eos, i_h, c0, g_last, H, K, BC, BK)) * b0
-        x1 = _load_rows(k, t1, eos, i_h, c0, H, K, BC, BK) * tl.exp(_load_g(gc, t1, eos, i_h, c0, g_last, H, K, BC, BK)) * b1
-        x2 = _load_rows(k, t2, eos, i_h, c0, H, K, BC, BK) * tl.exp(_load_g(gc, t2, eos, i_h, c0, g_last, H, K, BC, BK)) * b2
-        x3 = _load_rows(k, t3, eos, i_h, c0, H, K, BC, BK) * tl.exp(_load_g(gc, t3, eos, i_h, c0, g_last, H, K, BC, BK)) * b3
+        x0 = (
+            _load_rows(k, t0, eos, i_h, c0, H, K, BC, BK)
+            * tl.exp(_load_g(gc, t0, eos, i_h, c0, g_last, H, K, BC, BK))
+            * b0
+        )
+        x1 = (
+            _load_rows(k, t1, eos, i_h, c0, H, K, BC, BK)
+            * tl.exp(_load_g(gc, t1, eos, i_h, c0, g_last, H, K, BC, BK))
+            * b1
+        )
+        x2 = (
+            _load_rows(k, t2, eos, i_h, c0, H, K, BC, BK)
+            * tl.exp(_load_g(gc, t2, eos, i_h, c0, g_last, H, K, BC, BK))
+            * b2
+        )
+        x3 = (
+            _load_rows(k, t3, eos, i_h, c0, H, K, BC, BK)
+            * tl.exp(_load_g(gc, t3, eos, i_h, c0, g_last, H, K, BC, BK))
+            * b3
+        )
         w0 = tl.dot(M00, x0, input_precision=PREC)
         w1 = tl.dot(M10, x0, input_precision=PREC) + tl.dot(M11, x1, input_precision=PREC)
-        w2 = (tl.dot(M20, x0, input_precision=PREC) + tl.dot(M21, x1, input_precision=PREC)
-              + tl.dot(M22, x2, input_precision=PREC))
-        w3 = (tl.dot(M30, x0, input_precision=PREC) + tl.dot(M31, x1, input_precision=PREC)
-              + tl.dot(M32, x2, input_precision=PREC) + tl.dot(M33, x3, input_precision=PREC))
+        w2 = (
+            tl.dot(M20, x0, input_precision=PREC)
+            + tl.dot(M21, x1, input_precision=PREC)
+            + tl.dot(M22, x2, input_precision=PREC)
+        )
+        w3 = (
+            tl.dot(M30, x0, input_precision=PREC)
+            + tl.dot(M31, x1, input_precision=PREC)
+            + tl.dot(M32, x2, input_precision=PREC)
+            + tl.dot(M33, x3, input_precision=PREC)
+        )
         _store_rows(W, w0, t0, eos, i_h, c0, H, K, BC, BK)
         _store_rows(W, w1, t1, eos, i_h, c0, H, K, BC, BK)
         _store_rows(W, w2, t2, eos, i_h, c0, H, K, BC, BK)
@@ -306,10 +421,17 @@ def _intra_kernel(
         y3 = _load_rows(v, t3, eos, i_h, c0, H, V, BC, BV) * b3
         u0 = tl.dot(M00, y0, input_precision=PREC)
         u1 = tl.dot(M10, y0, input_precision=PREC) + tl.dot(M11, y1, input_precision=PREC)
-        u2 = (tl.dot(M20, y0, input_precision=PREC) + tl.dot(M21, y1, input_precision=PREC)
-              + tl.dot(M22, y2, input_precision=PREC))
-        u3 = (tl.dot(M30, y0, input_precision=PREC) + tl.dot(M31, y1, input_precision=PREC)
-              + tl.dot(M32, y2, input_precision=PREC) + tl.dot(M33, y3, input_precision=PREC))
+        u2 = (
+            tl.dot(M20, y0, input_precision=PREC)
+            + tl.dot(M21, y1, input_precision=PREC)
+            + tl.dot(M22, y2, input_precision=PREC)
+        )
+        u3 = (
+            tl.dot(M30, y0, input_precision=PREC)
+            + tl.dot(M31, y1, input_precision=PREC)
+            + tl.dot(M32, y2, input_precision=PREC)
+            + tl.dot(M33, y3, input_precision=PREC)
+        )
         _store_rows(U, u0, t0, eos, i_h, c0, H, V, BC, BV)
         _store_rows(U, u1, t1, eos, i_h, c0, H, V, BC, BV)
         _store_rows(U, u2, t2, eos, i_h, c0, H, V, BC, BV)
@@ -318,18 +440,40 @@ def _intra_kernel(
 
 def _state_configs():
     return tune_configs(
-        [triton.Config({"BV": bv}, num_warps=w, num_stages=s)
-         for bv in (64, 32) for w in (4, 8) for s in (2, 3)]
+        [
+            triton.Config({"BV": bv}, num_warps=w, num_stages=s)
+            for bv in (64, 32)
+            for w in (4, 8)
+            for s in (2, 3)
+        ]
     )
 
 
 @triton.autotune(configs=_state_configs(), key=["K", "V", "PREC"])
 @triton.jit
 def _state_output_kernel(
-    q, k, gc, W, U, Aqk, o, h0, ht, cu_seqlens, T, scale,
-    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
-    BV: tl.constexpr, PREC: tl.constexpr, IS_VARLEN: tl.constexpr,
-    HAS_H0: tl.constexpr, STORE_HT: tl.constexpr,
+    q,
+    k,
+    gc,
+    W,
+    U,
+    Aqk,
+    o,
+    h0,
+    ht,
+    cu_seqlens,
+    T,
+    scale,
+    H: tl.constexpr,
+    K: tl.constexpr,
+    V: tl.constexpr,
+    BT: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+    PREC: tl.constexpr,
+    IS_VARLEN: tl.constexpr,
+    HAS_H0: tl.constexpr,
+    STORE_HT: tl.constexpr,
 ):
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
     i_n = tl.cast(i_nh // H, tl.int64)
@@ -368,13 +512,20 @@ def _state_output_kernel(
         g = tl.load(gc + offs_k, mask=mk2, other=0.0)
         g_last = tl.load(gc + (last * H + i_h) * K + o_k, mask=m_k, other=0.0)
         qg = tl.load(q + offs_k, mask=mk2, other=0.0).to(tl.float32) * tl.exp(g) * scale
-        a = tl.load(Aqk + (rows[:, None] * H + i_h) * BT + o_t[None, :],
-                    mask=m_t[:, None] & (o_t[None, :] <= o_t[:, None]), other=0.0)
+        a = tl.load(
+            Aqk + (rows[:, None] * H + i_h) * BT + o_t[None, :],
+            mask=m_t[:, None] & (o_t[None, :] <= o_t[:, None]),
+            other=0.0,
+        )
         v_new_d = v_new.to(a.dtype)
-        out = tl.dot(qg.to(w.dtype), Sd, input_precision=PREC) + tl.dot(a, v_new_d, input_precision=PREC)
+        out = tl.dot(qg.to(w.dtype), Sd, input_precision=PREC) + tl.dot(
+            a, v_new_d, input_precision=PREC
+        )
         tl.store(o + offs_v, out.to(o.dtype.element_ty), mask=mv2)
         kg = tl.load(k + offs_k, mask=mk2, other=0.0).to(tl.float32) * tl.exp(g_last[None, :] - g)
-        S = S * tl.exp(g_last)[:, None] + tl.dot(tl.trans(kg.to(w.dtype)), v_new_d, input_precision=PREC)
+        S = S * tl.exp(g_last)[:, None] + tl.dot(
+            tl.trans(kg.to(w.dtype)), v_new_d, input_precision=PREC
+        )
     if STORE_HT:
         tl.store(ht + s_offs, S, mask=s_mask)
 
@@ -402,9 +553,13 @@ def _validate(q, k, v, g, beta, initial_state, cu_seqlens):
         raise ValueError(f"q must be [B, T, H, K]; got shape {tuple(q.shape)}")
     B, T, H, K = q.shape
     if k.shape != q.shape or g.shape != q.shape:
-        raise ValueError(f"q, k, g must share shape [B, T, H, K]; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(g.shape)}")
+        raise ValueError(
+            f"q, k, g must share shape [B, T, H, K]; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(g.shape)}"
+        )
     if v.dim() != 4 or v.shape[:3] != (B, T, H):
-        raise ValueError(f"v must be [B, T, H, V] with B, T, H = {B}, {T}, {H}; got {tuple(v.shape)}")
+        raise ValueError(
+            f"v must be [B, T, H, V] with B, T, H = {B}, {T}, {H}; got {tuple(v.shape)}"
+        )
     if beta.shape != (B, T, H):
         raise ValueError(f"beta must be [B, T, H] = [{B}, {T}, {H}]; got {tuple(beta.shape)}")
     if K > 256:
@@ -424,7 +579,9 @@ def _validate(q, k, v, g, beta, initial_state, cu_seqlens):
         N = B
     if initial_state is not None:
         if initial_state.shape != (N, H, K, V):
-            raise ValueError(f"initial_state must be [N, H, K, V] = [{N}, {H}, {K}, {V}]; got {tuple(initial_state.shape)}")
+            raise ValueError(
+                f"initial_state must be [N, H, K, V] = [{N}, {H}, {K}, {V}]; got {tuple(initial_state.shape)}"
+            )
         if initial_state.dtype != torch.float32:
             raise ValueError(f"initial_state must be float32; got {initial_state.dtype}")
     return B, T, H, K, V, N
@@ -493,7 +650,9 @@ def chunk_kda(
         if A_log is not None and A_log.numel() != H:
             raise ValueError(f"A_log must have H = {H} elements; got {tuple(A_log.shape)}")
         if dt_bias is not None and dt_bias.numel() != H * K:
-            raise ValueError(f"dt_bias must have H*K = {H * K} elements; got {tuple(dt_bias.shape)}")
+            raise ValueError(
+                f"dt_bias must have H*K = {H * K} elements; got {tuple(dt_bias.shape)}"
+            )
     q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
     o = torch.empty_like(v)
     final = torch.empty(N, H, K, V, device=dev, dtype=torch.float32) if output_final_state else None
@@ -514,12 +673,23 @@ def chunk_kda(
     BK_cs = min(64, next_pow2(K))
     dummy = gc  # placeholder for absent optional pointers (never read)
     _cumsum_kernel[(n_chunks, H, triton.cdiv(K, BK_cs))](
-        g, gc,
+        g,
+        gc,
         A_log.float().contiguous() if A_log is not None else dummy,
         dt_bias.float().contiguous() if dt_bias is not None else dummy,
-        cu, chunk_indices, T, NT, float(lower_bound if lower_bound is not None else 0.0),
-        H=H, K=K, BT=CHUNK, BK=BK_cs, GATE=gate, HAS_A_LOG=A_log is not None,
-        HAS_DT_BIAS=dt_bias is not None, IS_VARLEN=cu is not None,
+        cu,
+        chunk_indices,
+        T,
+        NT,
+        float(lower_bound if lower_bound is not None else 0.0),
+        H=H,
+        K=K,
+        BT=CHUNK,
+        BK=BK_cs,
+        GATE=gate,
+        HAS_A_LOG=A_log is not None,
+        HAS_DT_BIAS=dt_bias is not None,
+        IS_VARLEN=cu is not None,
     )
     if n_chunks == 0:
         if final is not None:
@@ -530,19 +700,53 @@ def chunk_kda(
     W = torch.empty(total, H, K, device=dev, dtype=q.dtype)
     U = torch.empty(total, H, V, device=dev, dtype=q.dtype)
     _intra_kernel[(n_chunks, H)](
-        k, q, v, gc, beta, Aqk, W, U, cu, chunk_indices, T, NT, scale,
-        H=H, K=K, V=V, BT=CHUNK, BC=SUB, BV=min(64, next_pow2(V)), PREC=prec, IS_VARLEN=cu is not None,
+        k,
+        q,
+        v,
+        gc,
+        beta,
+        Aqk,
+        W,
+        U,
+        cu,
+        chunk_indices,
+        T,
+        NT,
+        scale,
+        H=H,
+        K=K,
+        V=V,
+        BT=CHUNK,
+        BC=SUB,
+        BV=min(64, next_pow2(V)),
+        PREC=prec,
+        IS_VARLEN=cu is not None,
     )
 
     def grid(meta):
         return (triton.cdiv(V, meta["BV"]), N * H)
 
     _state_output_kernel[grid](
-        q, k, gc, W, U, Aqk, o,
+        q,
+        k,
+        gc,
+        W,
+        U,
+        Aqk,
+        o,
         initial_state.contiguous() if initial_state is not None else gc,
         final if final is not None else gc,
-        cu, T, scale,
-        H=H, K=K, V=V, BT=CHUNK, BK=next_pow2(K), PREC=prec, IS_VARLEN=cu is not None,
-        HAS_H0=initial_state is not None, STORE_HT=final is not None,
+        cu,
+        T,
+        scale,
+        H=H,
+        K=K,
+        V=V,
+        BT=CHUNK,
+        BK=next_pow2(K),
+        PREC=prec,
+        IS_VARLEN=cu is not None,
+        HAS_H0=initial_state is not None,
+        STORE_HT=final is not None,
     )
     return o, final

@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from musec.kernels._runtime import next_pow2, tune_configs
 
-from .._runtime import next_pow2, tune_configs
 from .chunk import _validate
 
 #: Longest sequence the recurrent kernel accepts; longer ones belong to ``chunk_kda``.
@@ -19,15 +19,33 @@ MAX_RECURRENT_T = 64
 
 
 def _configs():
-    return tune_configs([triton.Config({"BV": bv}, num_warps=w) for bv in (32, 16, 64) for w in (1, 2, 4)])
+    return tune_configs(
+        [triton.Config({"BV": bv}, num_warps=w) for bv in (32, 16, 64) for w in (1, 2, 4)]
+    )
 
 
 @triton.autotune(configs=_configs(), key=["K", "V"])
 @triton.jit
 def _fused_recurrent_kernel(
-    q, k, v, g, beta, o, h0, ht, cu_seqlens, T, scale,
-    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    IS_VARLEN: tl.constexpr, HAS_H0: tl.constexpr, STORE_HT: tl.constexpr,
+    q,
+    k,
+    v,
+    g,
+    beta,
+    o,
+    h0,
+    ht,
+    cu_seqlens,
+    T,
+    scale,
+    H: tl.constexpr,
+    K: tl.constexpr,
+    V: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+    IS_VARLEN: tl.constexpr,
+    HAS_H0: tl.constexpr,
+    STORE_HT: tl.constexpr,
 ):
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
     i_n = tl.cast(i_nh // H, tl.int64)
@@ -94,22 +112,44 @@ def fused_recurrent_kda(
     else:
         longest = T
     if longest > MAX_RECURRENT_T:
-        raise ValueError(f"fused_recurrent_kda takes sequences of at most {MAX_RECURRENT_T} tokens; got {longest}")
+        raise ValueError(
+            f"fused_recurrent_kda takes sequences of at most {MAX_RECURRENT_T} tokens; got {longest}"
+        )
     scale = K**-0.5 if scale is None else float(scale)
     q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
     o = torch.empty_like(v)
-    final = torch.empty(N, H, K, V, device=q.device, dtype=torch.float32) if output_final_state else None
-    cu = cu_seqlens.to(device=q.device, dtype=torch.int32).contiguous() if cu_seqlens is not None else None
+    final = (
+        torch.empty(N, H, K, V, device=q.device, dtype=torch.float32)
+        if output_final_state
+        else None
+    )
+    cu = (
+        cu_seqlens.to(device=q.device, dtype=torch.int32).contiguous()
+        if cu_seqlens is not None
+        else None
+    )
 
     def grid(meta):
         return (triton.cdiv(V, meta["BV"]), N * H)
 
     _fused_recurrent_kernel[grid](
-        q, k, v, g, beta, o,
+        q,
+        k,
+        v,
+        g,
+        beta,
+        o,
         initial_state.contiguous() if initial_state is not None else o,
         final if final is not None else o,
-        cu, T, scale,
-        H=H, K=K, V=V, BK=next_pow2(K), IS_VARLEN=cu is not None,
-        HAS_H0=initial_state is not None, STORE_HT=final is not None,
+        cu,
+        T,
+        scale,
+        H=H,
+        K=K,
+        V=V,
+        BK=next_pow2(K),
+        IS_VARLEN=cu is not None,
+        HAS_H0=initial_state is not None,
+        STORE_HT=final is not None,
     )
     return o, final

@@ -18,12 +18,16 @@ def _per_head(A_log: torch.Tensor | None, dt_bias: torch.Tensor | None, H: int, 
     b = None
     if dt_bias is not None:
         if dt_bias.numel() != H * K:
-            raise ValueError(f"dt_bias must have H*K = {H * K} elements; got shape {tuple(dt_bias.shape)}")
+            raise ValueError(
+                f"dt_bias must have H*K = {H * K} elements; got shape {tuple(dt_bias.shape)}"
+            )
         b = dt_bias.float().reshape(H, K)
     return a, b
 
 
-def kda_gate(g_raw: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor | None = None) -> torch.Tensor:
+def kda_gate(
+    g_raw: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor | None = None
+) -> torch.Tensor:
     """Default KDA gate: ``g = -exp(A_log[h]) * softplus(g_raw + dt_bias[h, :])`` (<= 0).
 
     softplus is linear above 20, as in the original kernel.

@@ -14,7 +14,9 @@ def _check_inputs(q, k, v, g, beta, initial_state, n_seqs):
     B, T, H, K = q.shape
     V = v.shape[-1]
     if k.shape != q.shape or g.shape != q.shape:
-        raise ValueError(f"q, k, g must share shape [B, T, H, K]; got {q.shape}, {k.shape}, {g.shape}")
+        raise ValueError(
+            f"q, k, g must share shape [B, T, H, K]; got {q.shape}, {k.shape}, {g.shape}"
+        )
     if v.shape[:3] != (B, T, H):
         raise ValueError(f"v must be [B, T, H, V] = [{B}, {T}, {H}, V]; got {tuple(v.shape)}")
     if beta.shape != (B, T, H):
@@ -135,7 +137,9 @@ def naive_chunk_kda(
     Akk = Akk * strict
     Aqk = torch.einsum("...rd,...id,...rid->...ri", q, k, decay) * causal
     eye = torch.eye(C, device=q.device)
-    M = torch.linalg.solve_triangular(eye + Akk, eye.expand_as(Akk), upper=False, unitriangular=True)
+    M = torch.linalg.solve_triangular(
+        eye + Akk, eye.expand_as(Akk), upper=False, unitriangular=True
+    )
     Gam = G.exp()
     W = M @ (beta[..., None] * Gam * k)
     U = M @ (beta[..., None] * v)

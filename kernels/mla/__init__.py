@@ -12,4 +12,12 @@ Set ``TRITON_INTERPRET=1`` before importing it to run the kernels on a CPU.
 from .decode import default_num_splits, mla_decode
 from .reference import D_QK, D_V, PAGE, mla_decode_reference, paged_to_dense
 
-__all__ = ["D_QK", "D_V", "PAGE", "default_num_splits", "mla_decode", "mla_decode_reference", "paged_to_dense"]
+__all__ = [
+    "D_QK",
+    "D_V",
+    "PAGE",
+    "default_num_splits",
+    "mla_decode",
+    "mla_decode_reference",
+    "paged_to_dense",
+]

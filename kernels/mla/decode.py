@@ -18,12 +18,11 @@ The cache is dense ``[B, T, 576]`` or paged ``[num_pages, 64, 576]`` with an int
 
 from __future__ import annotations
 
-
 import torch
 import triton
 import triton.language as tl
+from musec.kernels._runtime import is_interpreter, tune_configs
 
-from .._runtime import is_interpreter, tune_configs
 from .reference import D_QK, D_V, PAGE
 
 LOG2E = 1.4426950408889634
@@ -45,11 +44,30 @@ def _split_configs():
 @triton.autotune(configs=_split_configs(), key=["H", "PAGED", "PREC"])
 @triton.jit
 def _split_kernel(
-    q, kv, block_table, kv_lens, o_part, lse_part, T, qk_scale, num_splits,
-    stride_qb, stride_qh, stride_kvb, stride_kvt, stride_bt,
-    H: tl.constexpr, DV: tl.constexpr, DPE: tl.constexpr, BLOCK_H: tl.constexpr,
-    BLOCK_N: tl.constexpr, PAGE_SIZE: tl.constexpr, PAGED: tl.constexpr,
-    HAS_LENS: tl.constexpr, PREC: tl.constexpr, NUM_SPLITS_MAX: tl.constexpr,
+    q,
+    kv,
+    block_table,
+    kv_lens,
+    o_part,
+    lse_part,
+    T,
+    qk_scale,
+    num_splits,
+    stride_qb,
+    stride_qh,
+    stride_kvb,
+    stride_kvt,
+    stride_bt,
+    H: tl.constexpr,
+    DV: tl.constexpr,
+    DPE: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    PAGE_SIZE: tl.constexpr,
+    PAGED: tl.constexpr,
+    HAS_LENS: tl.constexpr,
+    PREC: tl.constexpr,
+    NUM_SPLITS_MAX: tl.constexpr,
 ):
     i_b = tl.cast(tl.program_id(0), tl.int64)
     i_hb, i_s = tl.program_id(1), tl.program_id(2)
@@ -77,7 +95,9 @@ def _split_kernel(
         toks = n0 + tl.arange(0, BLOCK_N)
         m_t = toks < end
         if PAGED:
-            page = tl.load(block_table + i_b * stride_bt + toks // PAGE_SIZE, mask=m_t, other=0).to(tl.int64)
+            page = tl.load(block_table + i_b * stride_bt + toks // PAGE_SIZE, mask=m_t, other=0).to(
+                tl.int64
+            )
             rows = kv + (page * PAGE_SIZE + toks % PAGE_SIZE) * stride_kvt
         else:
             rows = kv + i_b * stride_kvb + toks * stride_kvt
@@ -103,8 +123,17 @@ def _split_kernel(
 
 @triton.jit
 def _combine_kernel(
-    o_part, lse_part, out, lse, num_splits, stride_ob, stride_oh,
-    H: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr, NUM_SPLITS_MAX: tl.constexpr,
+    o_part,
+    lse_part,
+    out,
+    lse,
+    num_splits,
+    stride_ob,
+    stride_oh,
+    H: tl.constexpr,
+    DV: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+    NUM_SPLITS_MAX: tl.constexpr,
 ):
     i_b = tl.cast(tl.program_id(0), tl.int64)
     i_h = tl.program_id(1)
@@ -124,7 +153,10 @@ def _combine_kernel(
     has = tot > 0.0
     res = acc / tl.where(has, tot, 1.0)
     tl.store(out + i_b * stride_ob + i_h * stride_oh + o_dv, res.to(out.dtype.element_ty))
-    tl.store(lse + i_b * H + i_h, tl.where(has, (m + tl.log2(tl.where(has, tot, 1.0))) * LN2, float("-inf")))
+    tl.store(
+        lse + i_b * H + i_h,
+        tl.where(has, (m + tl.log2(tl.where(has, tot, 1.0))) * LN2, float("-inf")),
+    )
 
 
 def default_num_splits(batch: int, heads: int, max_tokens: int, device: torch.device) -> int:
@@ -184,14 +216,18 @@ def mla_decode(
     B, H, _ = q.shape
     paged = block_table is not None
     if kv.dim() != 3 or kv.shape[-1] != D_QK:
-        raise ValueError(f"kv must be [B, T, {D_QK}] or [num_pages, {PAGE}, {D_QK}]; got {tuple(kv.shape)}")
+        raise ValueError(
+            f"kv must be [B, T, {D_QK}] or [num_pages, {PAGE}, {D_QK}]; got {tuple(kv.shape)}"
+        )
     if paged:
         if kv.shape[1] != PAGE:
             raise ValueError(f"paged kv must have pages of {PAGE} tokens; got {tuple(kv.shape)}")
         if kv_lens is None:
             raise ValueError("a paged cache needs kv_lens")
         if block_table.dim() != 2 or block_table.shape[0] != B:
-            raise ValueError(f"block_table must be [B = {B}, max_pages]; got {tuple(block_table.shape)}")
+            raise ValueError(
+                f"block_table must be [B = {B}, max_pages]; got {tuple(block_table.shape)}"
+            )
         T = block_table.shape[1] * PAGE
         block_table = block_table.to(torch.int32).contiguous()
     else:
@@ -221,15 +257,41 @@ def mla_decode(
         return (B, triton.cdiv(H, meta["BLOCK_H"]), num_splits)
 
     _split_kernel[grid](
-        q, kv, block_table, kv_lens, o_part, lse_part, T, float(sm_scale) * LOG2E, num_splits,
-        q.stride(0), q.stride(1), 0 if paged else kv.stride(0), kv.stride(1) if not paged else D_QK,
+        q,
+        kv,
+        block_table,
+        kv_lens,
+        o_part,
+        lse_part,
+        T,
+        float(sm_scale) * LOG2E,
+        num_splits,
+        q.stride(0),
+        q.stride(1),
+        0 if paged else kv.stride(0),
+        kv.stride(1) if not paged else D_QK,
         block_table.stride(0) if paged else 0,
-        H=H, DV=D_V, DPE=D_QK - D_V, PAGE_SIZE=PAGE, PAGED=paged, HAS_LENS=kv_lens is not None,
-        PREC=prec, NUM_SPLITS_MAX=num_splits,
+        H=H,
+        DV=D_V,
+        DPE=D_QK - D_V,
+        PAGE_SIZE=PAGE,
+        PAGED=paged,
+        HAS_LENS=kv_lens is not None,
+        PREC=prec,
+        NUM_SPLITS_MAX=num_splits,
     )
     _combine_kernel[(B, H)](
-        o_part, lse_part, out, lse, num_splits, out.stride(0), out.stride(1),
-        H=H, DV=D_V, BLOCK_S=max(2, 1 << (num_splits - 1).bit_length()), NUM_SPLITS_MAX=num_splits,
+        o_part,
+        lse_part,
+        out,
+        lse,
+        num_splits,
+        out.stride(0),
+        out.stride(1),
+        H=H,
+        DV=D_V,
+        BLOCK_S=max(2, 1 << (num_splits - 1).bit_length()),
+        NUM_SPLITS_MAX=num_splits,
     )
     return out, lse
 

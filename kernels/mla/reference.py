@@ -35,7 +35,9 @@ def paged_to_dense(kv_pages: torch.Tensor, block_table: torch.Tensor) -> torch.T
         ValueError: if the page size is not 64 or the shapes do not fit.
     """
     if kv_pages.dim() != 3 or kv_pages.shape[1] != PAGE:
-        raise ValueError(f"paged kv must be [num_pages, {PAGE}, {D_QK}]; got {tuple(kv_pages.shape)}")
+        raise ValueError(
+            f"paged kv must be [num_pages, {PAGE}, {D_QK}]; got {tuple(kv_pages.shape)}"
+        )
     if block_table.dim() != 2:
         raise ValueError(f"block_table must be [B, max_pages]; got {tuple(block_table.shape)}")
     B, P = block_table.shape
@@ -70,7 +72,9 @@ def mla_decode_reference(
             raise ValueError("a paged cache needs kv_lens")
         kv = paged_to_dense(kv, block_table)
     if q.dim() != 3 or q.shape[-1] != D_QK or kv.dim() != 3 or kv.shape[-1] != D_QK:
-        raise ValueError(f"q must be [B, H, {D_QK}] and kv [B, T, {D_QK}]; got {tuple(q.shape)}, {tuple(kv.shape)}")
+        raise ValueError(
+            f"q must be [B, H, {D_QK}] and kv [B, T, {D_QK}]; got {tuple(q.shape)}, {tuple(kv.shape)}"
+        )
     if kv.shape[0] != q.shape[0]:
         raise ValueError(f"batch mismatch: q has B = {q.shape[0]}, kv has {kv.shape[0]}")
     B, T = kv.shape[:2]
