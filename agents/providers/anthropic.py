@@ -196,7 +196,9 @@ class _Assembler:
                 self.usage = dict(self.message.get("usage") or {})
             case "content_block_start":
                 block = dict(data.get("content_block") or {})
+                # Pieces are collected in lists and joined once (long answers stay linear).
                 block["json"] = []
+                block["texts"] = [str(block.get("text") or block.get("thinking") or "")]
                 self.blocks[int(data.get("index", len(self.blocks)))] = block
             case "content_block_delta":
                 return self._delta(self.blocks.get(data.get("index", -1)), data.get("delta") or {})
@@ -221,11 +223,11 @@ class _Assembler:
         match delta.get("type"):
             case "text_delta":
                 text = str(delta.get("text", ""))
-                block["text"] = block.get("text", "") + text
+                block["texts"].append(text)
                 return TextDelta(text) if text else None
             case "thinking_delta":
                 text = str(delta.get("thinking", ""))
-                block["thinking"] = block.get("thinking", "") + text
+                block["texts"].append(text)
                 return TextDelta(text, kind="thinking") if text else None
             case "signature_delta":
                 block["signature"] = str(delta.get("signature", ""))
@@ -245,10 +247,10 @@ class _Assembler:
         for _, block in sorted(self.blocks.items()):
             match block.get("type"):
                 case "text":
-                    content.append(TextBlock(block.get("text", "")))
+                    content.append(TextBlock("".join(block["texts"])))
                 case "thinking":
                     content.append(
-                        ThinkingBlock(block.get("thinking", ""), block.get("signature", ""))
+                        ThinkingBlock("".join(block["texts"]), str(block.get("signature", "")))
                     )
                 case "redacted_thinking":
                     content.append(RedactedThinkingBlock(block.get("data", "")))

@@ -16,7 +16,7 @@ from musec.agents.conversation import (
     ThinkingBlock,
     ToolCallBlock,
 )
-from musec.agents.errors import ProviderOverloaded, ProviderUnreachable
+from musec.agents.errors import ProviderBadRequest, ProviderOverloaded, ProviderUnreachable
 from musec.agents.providers import RetryPolicy
 
 from tests.support.anthropic_server import FIXTURES, Answer, message, replay, replay_chunks
@@ -215,3 +215,18 @@ async def test_malformed_tool_json_sets_input_error(server, provider, deltas):
     assert listed.input == {} and "not an object" in (listed.input_error or "")
     assert empty.input == {} and empty.input_error is None
     assert response.stop_reason == "max_tokens"
+
+
+@pytest.mark.parametrize(
+    ("kind", "retried"),
+    [("api_error", True), ("overloaded_error", True), ("invalid_request_error", False)],
+)
+async def test_error_events_are_mapped_by_type(server, provider, deltas, kind, retried):
+    partial = message([{"type": "text", "text": "partial answer"}], error=kind)
+    server.enqueue(partial, message([{"type": "text", "text": "whole answer"}]))
+    if retried:
+        assert (await provider.complete(REQUEST, deltas)).text == "whole answer"
+    else:
+        with pytest.raises(ProviderBadRequest, match=kind):
+            await provider.complete(REQUEST, deltas)
+    assert len(server.requests) == (2 if retried else 1)
