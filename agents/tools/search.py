@@ -2,7 +2,9 @@
 
 ripgrep respects ``.gitignore``, ``.ignore`` and ``.rgignore`` files (here also outside
 a git repository: ``--no-require-git``), searches hidden files but never ``.git/``, and
-does not follow symlinks. It is found on ``PATH`` or next to the Python interpreter (the
+does not follow symlinks. ``glob`` lists the files ripgrep keeps and matches the pattern
+in Python (``globmatch``), newest first by modification time (then by name), because
+ripgrep's ``--glob`` would bring back ignored files. It is found on ``PATH`` or next to the Python interpreter (the
 PyPI ``ripgrep`` wheel installs it into the virtual environment's ``bin``).
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 from ..conversation import ToolSpec
 from .base import Access, ToolContext, ToolInputError, ToolOutput
 from .common import error_output, get_bool, get_str
+from .globmatch import compile_glob
 from .paths import display_path, resolve_tool_path
 from .procs import run_process_group
 
@@ -93,8 +96,9 @@ class GlobTool:
     spec = ToolSpec(
         name="glob",
         description=(
-            "Find files by name with a glob pattern (gitignore syntax: `*.py` matches at any "
-            "depth, `src/**/*.ts` is relative to `path`, `**` crosses directories). Returns "
+            "Find files by name with a glob pattern: `*.py` matches file names at any depth, "
+            "`src/**/*.ts` matches paths relative to `path`, `*` stays within one directory, "
+            "`**` crosses directories, `{a,b}` gives alternatives. Returns "
             "paths relative to the workspace, most recently modified first, at most "
             f"{MAX_GLOB_RESULTS}. Files ignored by .gitignore and the .git directory are skipped."
         ),
@@ -125,6 +129,10 @@ class GlobTool:
             return error_output(
                 f"{display_path(base, ctx)} is not a directory; give a directory as path"
             )
+        try:
+            matcher = compile_glob(pattern)
+        except ValueError as exc:
+            return error_output(f"{exc}; give a pattern such as `**/*.py`")
         rg = find_ripgrep()
         if rg is None:
             return error_output(_NO_RIPGREP)
@@ -137,7 +145,8 @@ class GlobTool:
             count += chunk.count(b"\0")
             return count < MAX_GLOB_SCANNED
 
-        argv = [rg, "--files", "--null", *_COMMON_FLAGS, "--glob", pattern]
+        # every file ripgrep does not ignore; the pattern is matched here (see globmatch)
+        argv = [rg, "--files", "--null", *_COMMON_FLAGS]
         errors = bytearray()
         done = await run_process_group(
             argv,
@@ -149,16 +158,16 @@ class GlobTool:
         )
         raw = b"".join(chunks)
         if done.timed_out:
-            return error_output(
-                f"glob timed out after {SEARCH_TIMEOUT_S:.0f} s; narrow the pattern or path"
-            )
+            return error_output(f"glob timed out after {SEARCH_TIMEOUT_S:.0f} s; narrow the path")
         failure = (
             _rg_failure(done.exit_status, raw, bytes(errors)) if count < MAX_GLOB_SCANNED else None
         )
         if failure:
             return error_output(f"glob failed: {failure}")
-        names = [n.decode("utf-8", "surrogateescape") for n in raw.split(b"\0") if n]
-        names = names[:MAX_GLOB_SCANNED]
+        listed = [n.decode("utf-8", "surrogateescape") for n in raw.split(b"\0") if n][
+            :MAX_GLOB_SCANNED
+        ]
+        names = [n for n in listed if matcher.fullmatch(n)]
         if not names:
             return ToolOutput(content=f"no files match {pattern!r} under {display_path(base, ctx)}")
         stamped = []
@@ -173,8 +182,9 @@ class GlobTool:
         shown = [name for _, name in stamped[:MAX_GLOB_RESULTS]]
         out = "\n".join(shown) + "\n"
         if len(stamped) > len(shown):
-            more = f"{len(stamped)}+" if len(names) >= MAX_GLOB_SCANNED else str(len(stamped))
-            out += f"[showed the {len(shown)} newest of {more} files; narrow the pattern or path]\n"
+            out += f"[showed the {len(shown)} newest of {len(stamped)} files; narrow the pattern or path]\n"
+        if len(listed) >= MAX_GLOB_SCANNED:
+            out += f"[stopped looking after {MAX_GLOB_SCANNED} files; give a narrower path]\n"
         return ToolOutput(content=out)
 
 
@@ -233,7 +243,10 @@ class GrepTool:
         argv += ["--max-columns", str(MAX_GREP_LINE_CHARS), "--max-columns-preview"]
         if ignore_case:
             argv.append("--ignore-case")
-        if file_glob:
+        if file_glob and "/" not in file_glob.rstrip("/"):
+            # a file-name glob as a file type: unlike --glob, it keeps the ignore rules
+            argv += ["--type-add", f"musec:{file_glob}", "--type", "musec"]
+        elif file_glob:
             argv += ["--glob", file_glob]
         argv += ["--regexp", pattern]
         shown = display_path(target, ctx)
