@@ -26,7 +26,8 @@ from .tools.base import Tool, ToolContext, ToolOutput
 
 
 class Recorder(Protocol):
-    """Appends one event to the session log and returns it as written (a dict).
+    """Appends one event to the session log, folds it into the agents' histories
+    (``History.apply``) and returns it as written (a dict).
 
     ``sync=True`` makes it durable before returning (write-ahead events).
     """
@@ -107,9 +108,8 @@ class Agent:
         self.always_allowed: set[str] = set()
 
     def record(self, type: str, *, sync: bool = False, **fields: Any) -> dict[str, Any]:
-        event = self._record(type, agent=self.agent_id, sync=sync, **fields)
-        self.history.apply(event)
-        return event
+        """Record an event of this agent; the session folds it into every agent's history."""
+        return self._record(type, agent=self.agent_id, sync=sync, **fields)
 
     def build_request(self) -> ModelRequest:
         """The next model request, from the history alone."""

@@ -282,8 +282,9 @@ class Connection:
                 return
             case p.StartSession():
                 session = d.start_session(msg)
-                await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path)))
+                # Subscribe before the first await: the session may run to its end meanwhile.
                 self._subscribe(session, msg.id, -1)
+                await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path)))
             case p.Attach():
                 sid = d.resolve_id(msg.session_id)
                 session = d.sessions.get(sid)

@@ -79,6 +79,8 @@ class Session:
         """Append an event, then fan it out; return it as written."""
         seq, line = self.log.append(type, agent, sync=sync, **fields)
         event = msgspec.json.decode(line)
+        if self.agent is not None:
+            self.agent.history.apply(event)
         if type == "model_response":
             self._count(event)
         self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)

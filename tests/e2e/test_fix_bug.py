@@ -1,0 +1,131 @@
+"""End to end: ``musec run`` fixes a real failing test through the daemon."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import FIXED, Musec, run_library_tests
+from tests.support.anthropic_server import AnthropicServer, check_tool_pairing, message
+
+REQUIRED_EVENTS = {"session_started", "user_message", "model_request", "model_response", "tool_started",
+                   "tool_finished", "file_edited", "session_ended"}
+
+
+def _events(musec: Musec, session_id: str) -> list[dict]:
+    proc = musec("log", session_id, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def _check_fixed(musec: Musec, repo: Path, result: dict) -> list[dict]:
+    assert result["exit_reason"] == "finished", result
+    assert run_library_tests(repo).returncode == 0
+    assert FIXED in (repo / "pager.py").read_text()
+    events = _events(musec, result["session_id"])
+    assert REQUIRED_EVENTS <= {e["type"] for e in events}
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    verify = musec("log", "verify", result["session_id"])
+    assert verify.returncode == 0, verify.stdout
+    return events
+
+
+def test_scripted_run_fixes_the_bug(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    proc = musec("run", "--model", f"scripted:{fix_script}", "--approval", "auto", "--output-format", "json",
+                 "make the tests pass", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    events = _check_fixed(musec, buggy_repo, result)
+    edit = next(e for e in events if e["type"] == "file_edited")
+    assert edit["path"] == "pager.py" and "+    start = (number - 1) * size" in edit["diff"]
+    started = events[0]
+    assert started["workspace"] == str(buggy_repo.resolve()) and len(started["git"]["base_commit"]) == 40
+
+
+def _anthropic_turns() -> list:
+    import sys
+
+    test = f"{sys.executable} -m unittest -q 2>&1"
+    return [
+        message([{"type": "text", "text": "Let me run the tests."},
+                 {"type": "tool_use", "id": "toolu_01RunTestsA1b2C3", "name": "bash", "input": {"command": test}}]),
+        message([{"type": "tool_use", "id": "toolu_01ReadPager4d5E6", "name": "read_file", "input": {"path": "pager.py"}}]),
+        message([{"type": "text", "text": "Pages count from 1."},
+                 {"type": "tool_use", "id": "toolu_01EditPager7f8G9", "name": "edit_file",
+                  "input": {"path": "pager.py", "old_string": "start = number * size", "new_string": "start = (number - 1) * size"}}]),
+        message([{"type": "tool_use", "id": "toolu_01RunAgainH0i1J2", "name": "bash", "input": {"command": test}}]),
+        message([{"type": "text", "text": "Fixed the off-by-one; all tests pass."}]),
+    ]
+
+
+def test_anthropic_run_fixes_the_bug(musec: Musec, buggy_repo: Path) -> None:
+    key = "sk-ant-api03-e2eTestKeyNeverReal-0123456789abcdef"
+    with AnthropicServer() as server:
+        server.enqueue(*_anthropic_turns())
+        proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto",
+                     "--output-format", "json", "make the tests pass", cwd=buggy_repo,
+                     env={"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": server.base_url})
+        requests = list(server.requests)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    _check_fixed(musec, buggy_repo, result)
+    assert len(requests) == 5
+    check_tool_pairing(requests)
+    assert all(r.headers["x-api-key"] == key for r in requests)
+    last_user = requests[-1].body["messages"][-1]
+    assert last_user["role"] == "user" and last_user["content"][0]["tool_use_id"] == "toolu_01RunAgainH0i1J2"
+    assert "OK" in str(last_user["content"][0]["content"])
+
+
+def test_headless_ask_needs_approval_exit_3(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    proc = musec("run", "--model", f"scripted:{fix_script}", "--approval", "ask", "make the tests pass", cwd=buggy_repo)
+    assert proc.returncode == 3, proc.stderr
+    assert "bash(" in proc.stderr and "needs approval" in proc.stderr
+    assert run_library_tests(buggy_repo).returncode != 0
+
+
+def test_max_turns_exit_4(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    proc = musec("run", "--model", f"scripted:{fix_script}", "--approval", "auto", "--max-turns", "2",
+                 "--output-format", "json", "make the tests pass", cwd=buggy_repo)
+    assert proc.returncode == 4, proc.stderr
+    assert json.loads(proc.stdout)["exit_reason"] == "max_turns"
+
+
+def test_read_only_refuses_edits(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    proc = musec("run", "--model", f"scripted:{fix_script}", "--approval", "read-only", "make the tests pass", cwd=buggy_repo)
+    # The edit is refused, so the script's expect_result "OK" fails: the run reports an error.
+    assert proc.returncode == 1, proc.stderr
+    assert run_library_tests(buggy_repo).returncode != 0
+    assert "expect" in proc.stderr.lower()
+
+
+def test_stream_json_prints_each_logged_event(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    proc = musec("run", "--model", f"scripted:{fix_script}", "--approval", "auto", "--output-format", "stream-json",
+                 "make the tests pass", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    logged, result = lines[:-1], lines[-1]
+    assert [e["seq"] for e in logged] == list(range(len(logged)))
+    assert result["type"] == "result" and result["exit_code"] == 0
+
+
+def test_missing_key_is_a_clear_usage_error(musec: Musec, buggy_repo: Path) -> None:
+    proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "fix it", cwd=buggy_repo)
+    assert proc.returncode == 2
+    assert "ANTHROPIC_API_KEY" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_script_drift_fails_loudly(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "drift.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "echo hello"}}],
+                                            [{"expect_result": "goodbye"}, {"text": "done"}]]}))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=buggy_repo)
+    assert proc.returncode == 1
+    assert "goodbye" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_demo_fixes_the_bundled_example(musec: Musec) -> None:
+    proc = musec("demo")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tests after: pass" in proc.stdout and "+    return [list(items[i : i + size]) for i in range(len(items) - size + 1)]" in proc.stdout
+    assert "musec log verify" in proc.stdout
