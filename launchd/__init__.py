@@ -1,0 +1,1 @@
+"""The launchd agent plist, shipped as package data for `musec daemon install`."""

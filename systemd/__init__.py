@@ -1,0 +1,1 @@
+"""The systemd user units, shipped as package data for `musec daemon install`."""
