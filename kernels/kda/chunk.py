@@ -631,8 +631,8 @@ def chunk_kda(
         ``(o, final_state)``: o [B, T, H, V] in v's dtype; final_state fp32 [N, H, K, V] or None.
 
     Raises:
-        ValueError: on inconsistent shapes or dtypes, K > 256, or a gate configuration that is
-            missing A_log.
+        ValueError: on inconsistent shapes or dtypes, K > 256, cu_seqlens that do not rise from
+            0 to T, or a gate configuration that is missing A_log.
     """
     B, T, H, K, V, N = _validate(q, k, v, g, beta, initial_state, cu_seqlens)
     scale = K**-0.5 if scale is None else float(scale)
@@ -662,6 +662,9 @@ def chunk_kda(
         return o, final
     if cu_seqlens is not None:
         cu = cu_seqlens.to(device=dev, dtype=torch.int32).contiguous()
+        first, last = (int(x) for x in cu[[0, -1]].tolist())
+        if first != 0 or last != T or bool((cu[1:] < cu[:-1]).any()):
+            raise ValueError(f"cu_seqlens must rise from 0 to T = {T}; got {cu_seqlens.tolist()}")
         chunk_indices = prepare_chunk_indices(cu, CHUNK)
         n_chunks, NT = chunk_indices.shape[0], 0
     else:

@@ -226,6 +226,9 @@ def test_chunk_kda_rejects_bad_inputs():
         chunk_kda(q, k, v, g, beta, cu_seqlens=torch.tensor([0, 8]))
     with pytest.raises(ValueError, match="A_log"):
         chunk_kda(q, k, v, g, beta, use_gate_in_kernel=True)
+    q1, k1, v1, g1, beta1 = (x[:1] for x in (q, k, v, g, beta))
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        chunk_kda(q1, k1, v1, g1, beta1, cu_seqlens=torch.tensor([0, 3, 6]))
 
 
 @pytest.mark.gpu
