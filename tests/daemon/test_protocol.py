@@ -1,0 +1,245 @@
+"""The wire protocol (DESIGN §4): frames, the tagged unions, the incremental splitter."""
+
+from __future__ import annotations
+
+import struct
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from musec.daemon import protocol as p
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+CLIENT_MSGS = [
+    p.Hello(protocol_version=p.PROTOCOL_VERSION, version="1.2.3", role="client", pid=42),
+    p.Hello(protocol_version=7, version=""),
+    p.StartSession(id=1, workspace="/w", model="m", task="fix it", approval="ask", max_turns=3,
+                   credentials={"ANTHROPIC_API_KEY": "k" * 20}, interactive=True,
+                   end_when_idle=False, sandbox="none", title="t"),
+    p.StartSession(id=2, workspace="/w", model="m"),
+    p.Attach(id=3, session_id="abc", since_seq=5),
+    p.Attach(id=4, session_id="abc"),
+    p.UserInput(id=5, session_id="abc", text="héllo\n\x00", credentials={"X": "y"}),
+    p.ApprovalAnswer(id=6, session_id="abc", call_id="c1", decision="allow"),
+    p.Interrupt(id=7, session_id="abc"),
+    p.EndSession(id=8, session_id="abc"),
+    p.ListSessions(id=9, workspace="/w"),
+    p.ListSessions(id=10),
+    p.ReadLog(id=11, session_id="ab"),
+    p.VerifyLog(id=12, session_id="ab"),
+    p.Status(id=13),
+    p.Shutdown(id=14),
+]
+
+DAEMON_MSGS = [
+    p.Hello(protocol_version=p.PROTOCOL_VERSION, version="1", role="daemon", pid=1),
+    p.Error(id=1, code="bad_frame", message="nope"),
+    p.Ok(id=2),
+    p.SessionStarted(id=3, session_id="s", log_path="/l"),
+    p.Event(id=4, session_id="s", seq=0, line=b'{"seq":0}'),
+    p.Delta(id=5, session_id="s", agent="main", text="hi", kind="thinking"),
+    p.Delta(id=5, session_id="s", agent="main", text="hi"),
+    p.Idle(id=6, session_id="s", exit_reason="finished", result="done"),
+    p.SessionEnded(id=7, session_id="s", exit_reason="error", result="r", turns=3,
+                   usage={"input_tokens": 5}, cost_usd=0.25, message="m", log_path="/l"),
+    p.SessionEnded(id=7, session_id="s", exit_reason="finished"),
+    p.Resync(id=8, session_id="s", last_seq=9),
+    p.Sessions(id=9, sessions=[p.SessionInfo("s", "/w", 1.5, 2.5, "live", "t", "/l"),
+                               p.SessionInfo("t", "", 0.0, 0.0, "broken", "")]),
+    p.Sessions(id=9, sessions=[]),
+    p.LogLines(id=10, session_id="s", lines=[b"a", b"", b"\n"], log_path="/l"),
+    p.VerifyResult(id=11, session_id="s", ok=False, events=2, problems=["x"]),
+    p.StatusReply(id=12, pid=3, socket="/s", version="1", sessions=["a", "b"], home="/h", log_file="/f"),
+]
+
+
+def test_every_message_type_is_covered() -> None:
+    assert {type(m) for m in CLIENT_MSGS} == set(p.ClientMsg.__args__)
+    assert {type(m) for m in DAEMON_MSGS} == set(p.DaemonMsg.__args__)
+
+
+@pytest.mark.parametrize("msg", CLIENT_MSGS, ids=lambda m: type(m).__name__)
+def test_client_message_round_trips(msg: msgspec.Struct) -> None:
+    frame = p.encode(msg)
+    (n,) = struct.unpack(">I", frame[:4])
+    assert n == len(frame) - 4
+    buf = p.FrameBuffer()
+    bodies = buf.feed(frame)
+    assert len(bodies) == 1 and buf.pending == 0
+    assert p.decode_client(bodies[0]) == msg
+
+
+@pytest.mark.parametrize("msg", DAEMON_MSGS, ids=lambda m: type(m).__name__)
+def test_daemon_message_round_trips(msg: msgspec.Struct) -> None:
+    (body,) = p.FrameBuffer().feed(p.encode(msg))
+    assert p.decode_daemon(body) == msg
+
+
+def test_a_message_of_the_other_direction_is_a_frame_error() -> None:
+    (body,) = p.FrameBuffer().feed(p.encode(p.Ok(id=1)))
+    with pytest.raises(p.FrameError):
+        p.decode_client(body)
+    (body,) = p.FrameBuffer().feed(p.encode(p.Status(id=1)))
+    with pytest.raises(p.FrameError):
+        p.decode_daemon(body)
+
+
+def _stream(msgs: list[msgspec.Struct]) -> bytes:
+    return b"".join(p.encode(m) for m in msgs)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(DAEMON_MSGS), min_size=1, max_size=8), st.data())
+def test_any_split_points_yield_the_same_messages(msgs: list[msgspec.Struct], data: st.DataObject) -> None:
+    stream = _stream(msgs)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
+    buf = p.FrameBuffer()
+    got = []
+    prev = 0
+    for cut in [*cuts, len(stream)]:
+        got += [p.decode_daemon(b) for b in buf.feed(stream[prev:cut])]
+        prev = cut
+    assert got == msgs
+    assert buf.pending == 0
+
+
+def test_split_at_every_byte_position() -> None:
+    msgs = CLIENT_MSGS
+    stream = _stream(msgs)
+    for cut in range(len(stream) + 1):
+        buf = p.FrameBuffer()
+        bodies = buf.feed(stream[:cut]) + buf.feed(stream[cut:])
+        assert [p.decode_client(b) for b in bodies] == msgs
+    # one byte at a time
+    buf = p.FrameBuffer()
+    bodies = []
+    for i in range(len(stream)):
+        bodies += buf.feed(stream[i : i + 1])
+    assert [p.decode_client(b) for b in bodies] == msgs
+
+
+def test_several_frames_in_one_read() -> None:
+    buf = p.FrameBuffer()
+    bodies = buf.feed(_stream(DAEMON_MSGS) + p.encode(p.Ok(id=99))[:3])
+    assert [p.decode_daemon(b) for b in bodies] == DAEMON_MSGS
+    assert buf.pending == 3
+    assert [p.decode_daemon(b) for b in buf.feed(p.encode(p.Ok(id=99))[3:])] == [p.Ok(id=99)]
+
+
+def test_empty_feed_and_partial_header_yield_nothing() -> None:
+    buf = p.FrameBuffer()
+    assert buf.feed(b"") == []
+    assert buf.feed(b"\x00\x00") == []
+    assert buf.pending == 2
+
+
+@pytest.mark.parametrize("n", [p.MAX_FRAME_BYTES + 1, 2**32 - 1])
+def test_length_over_the_maximum_raises_before_the_body_arrives(n: int) -> None:
+    buf = p.FrameBuffer()
+    with pytest.raises(p.FrameError, match="over"):
+        buf.feed(struct.pack(">I", n))
+    # the header alone was enough: nothing of the body had to be sent
+    assert buf.pending == 4
+
+
+def test_length_over_the_maximum_split_header() -> None:
+    buf = p.FrameBuffer()
+    header = struct.pack(">I", p.MAX_FRAME_BYTES + 1)
+    assert buf.feed(header[:3]) == []
+    with pytest.raises(p.FrameError):
+        buf.feed(header[3:])
+
+
+def test_length_at_the_maximum_is_accepted_and_buffered() -> None:
+    buf = p.FrameBuffer(max_frame_bytes=10)
+    assert buf.feed(struct.pack(">I", 10) + b"x" * 9) == []
+    assert buf.feed(b"y") == [b"x" * 9 + b"y"]
+    with pytest.raises(p.FrameError):
+        p.FrameBuffer(max_frame_bytes=10).feed(struct.pack(">I", 11))
+
+
+def test_encode_refuses_an_oversized_body() -> None:
+    with pytest.raises(p.FrameError):
+        p.encode(p.UserInput(id=1, session_id="s", text="x" * (p.MAX_FRAME_BYTES + 1)))
+
+
+@SETTINGS
+@given(st.binary(max_size=200))
+def test_garbage_bodies_raise_frame_error_only(body: bytes) -> None:
+    for decode in (p.decode_client, p.decode_daemon):
+        try:
+            decode(body)
+        except p.FrameError:
+            pass
+
+
+@SETTINGS
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=10)
+    | st.binary(max_size=10),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+))
+def test_well_formed_msgpack_of_the_wrong_shape_is_a_frame_error(value: object) -> None:
+    body = msgspec.msgpack.encode(value)
+    for decode in (p.decode_client, p.decode_daemon):
+        try:
+            decode(body)
+        except p.FrameError:
+            pass
+
+
+@pytest.mark.parametrize("body", [
+    b"",
+    b"\xc1",  # never used in msgpack
+    msgspec.msgpack.encode({"type": "nope", "id": 1}),
+    msgspec.msgpack.encode({"type": "status"}),  # missing id
+    msgspec.msgpack.encode({"type": "status", "id": "one"}),  # wrong type
+    msgspec.msgpack.encode({"id": 1}),  # no tag
+    msgspec.msgpack.encode([1, 2, 3]),
+    msgspec.msgpack.encode({"type": "status", "id": 1}) + b"\x00",  # trailing bytes
+    b"\x91" * 100_000,  # deeply nested arrays
+    b"\x81\xa4type" * 50_000,  # deeply nested maps
+])
+def test_known_bad_bodies(body: bytes) -> None:
+    with pytest.raises(p.FrameError):
+        p.decode_client(body)
+    with pytest.raises(p.FrameError):
+        p.decode_daemon(body)
+
+
+def test_unknown_fields_are_ignored() -> None:
+    """The wire only grows: a newer peer's extra fields do not break an older one."""
+    body = msgspec.msgpack.encode({"type": "status", "id": 4, "verbose": True, "extra": [1, {"a": 2}]})
+    assert p.decode_client(body) == p.Status(id=4)
+    body = msgspec.msgpack.encode({"type": "hello", "protocol_version": 2, "version": "9", "role": "daemon",
+                                   "pid": 1, "features": ["x"]})
+    assert p.decode_daemon(body) == p.Hello(protocol_version=2, version="9", role="daemon", pid=1)
+    body = msgspec.msgpack.encode({"type": "sessions", "id": 1, "sessions": [
+        {"id": "s", "workspace": "/w", "started_at": 1.0, "updated_at": 2.0, "status": "x", "title": "",
+         "new": 1}]})
+    assert p.decode_daemon(body) == p.Sessions(id=1, sessions=[p.SessionInfo("s", "/w", 1.0, 2.0, "x", "")])
+
+
+def test_defaults_are_omitted_and_filled_in() -> None:
+    body = p.encode(p.Attach(id=1, session_id="s"))[4:]
+    assert msgspec.msgpack.decode(body) == {"type": "attach", "id": 1, "session_id": "s"}
+    assert p.decode_client(msgspec.msgpack.encode({"type": "attach", "id": 1, "session_id": "s"})).since_seq == -1
+
+
+def test_messages_are_frozen() -> None:
+    with pytest.raises(AttributeError):
+        p.Status(id=1).id = 2  # type: ignore[misc]
+
+
+def test_socket_and_state_paths_are_pure() -> None:
+    assert str(p.socket_path({"MUSEC_SOCKET": "/x/s"})) == "/x/s"
+    assert str(p.socket_path({"MUSEC_HOME": "/h"})) == "/h/run/musecd.sock"
+    assert str(p.socket_path({"XDG_RUNTIME_DIR": "/r"})) == "/r/musec/musecd.sock"
+    assert str(p.socket_path({"XDG_STATE_HOME": "/s"})) == "/s/musec/run/musecd.sock"
+    assert str(p.state_home({"MUSEC_HOME": "/h"})) == "/h/state"
+    assert str(p.config_home({"MUSEC_HOME": "/h"})) == "/h/config"
+    assert str(p.config_home({"XDG_CONFIG_HOME": "/c"})) == "/c/musec"
