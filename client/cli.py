@@ -27,7 +27,6 @@ APPROVALS = ("ask", "auto", "read-only", "never")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="musec", description="musec: a terminal coding agent.")
     parser.add_argument("--version", action="version", version=f"musec {p.__version__}")
-    sub = parser.add_subparsers(dest="command")
 
     def session_opts(sp: argparse.ArgumentParser, approval_default: str) -> None:
         sp.add_argument("--model", default=None, help="PROVIDER/MODEL or scripted:PATH (default: $MUSEC_MODEL or %s)" % DEFAULT_MODEL)
@@ -35,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--approval", choices=APPROVALS, default=approval_default)
         sp.add_argument("--max-turns", type=int, default=50)
         sp.add_argument("--sandbox", choices=("auto", "bwrap", "seatbelt", "off"), default="auto")
+
+    session_opts(parser, "ask")  # `musec --model M` opens an interactive session
+    sub = parser.add_subparsers(dest="command")
 
     run = sub.add_parser("run", help="run one task headlessly")
     run.add_argument("task", nargs="?", default="")
