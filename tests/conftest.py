@@ -14,6 +14,11 @@ from pathlib import Path
 
 import pytest
 
+# Without a GPU, Triton kernels run on its CPU interpreter; the switch must be set before
+# anything imports triton, so it is set here, in the first conftest pytest loads.
+if "TRITON_INTERPRET" not in os.environ and shutil.which("nvidia-smi") is None:
+    os.environ["TRITON_INTERPRET"] = "1"
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 _SECRET_MARKERS = ("_KEY", "_TOKEN", "_SECRET", "PASSWORD")
