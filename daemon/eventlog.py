@@ -123,8 +123,8 @@ class EventLog:
             LogCorrupt: a line before the last is damaged (the log is not appended to).
         """
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        _lock(fd, path)  # closes fd itself when the log is held
         try:
-            _lock(fd, path)
             data = _read_all(fd)
             report = OpenReport(events=0)
             cut = data.rfind(b"\n") + 1
