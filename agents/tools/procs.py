@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -107,6 +108,31 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
+async def _wait_for_eof(sock: socket.socket) -> None:
+    """Wait until every holder of the peer of ``sock`` has closed it (or exited)."""
+    wait_readable = getattr(anyio, "wait_readable", None) or anyio.wait_socket_readable
+    while True:
+        await wait_readable(sock)
+        try:
+            if not sock.recv(4096):
+                return
+        except BlockingIOError:
+            continue
+        except OSError:
+            return
+
+
+async def _discard(stream: ByteReceiveStream | None) -> None:
+    """Read ``stream`` to its end, dropping the data."""
+    if stream is None:
+        return
+    try:
+        async for _ in stream:
+            pass
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+
+
 async def _terminate_group(process: Process, kill_grace_s: float) -> None:
     """SIGTERM the process group, wait up to ``kill_grace_s``, then SIGKILL it."""
     _signal_group(process.pid, signal.SIGTERM)
@@ -146,15 +172,26 @@ async def run_process_group(
     Raises:
         OSError: the program could not be started.
     """
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT if stderr_sink is None else subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-    )
+    # Every descendant inherits the child end of this socket pair unless it closes it, so
+    # its end of file says they have all exited, even those that redirected stdout.
+    sentinel, child_end = socket.socketpair()
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if stderr_sink is None else subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            pass_fds=(child_end.fileno(),),
+        )
+    except BaseException:
+        sentinel.close()
+        raise
+    finally:
+        child_end.close()
+    sentinel.setblocking(False)
     timed_out = False
     try:
         async with anyio.create_task_group() as tg:
@@ -194,5 +231,12 @@ async def run_process_group(
             if process.returncode is None:
                 await _terminate_group(process, kill_grace_s)
             _signal_group(process.pid, signal.SIGKILL)
+            with anyio.move_on_after(DRAIN_TIMEOUT_S):
+                # Processes outside the group (a sandbox's own session) die with their
+                # parent but not at once; the end of file of the pipes says they are gone.
+                for stream in (process.stdout, process.stderr):
+                    await _discard(stream)
+                await _wait_for_eof(sentinel)
+            sentinel.close()
             await process.aclose()
     return ProcessExit(exit_status=process.returncode, timed_out=timed_out)

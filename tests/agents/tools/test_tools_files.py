@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from pathlib import Path
 
 import pytest
 from musec.agents.tools import EditFileTool, ReadFileTool, ToolContext, WriteFileTool
