@@ -36,9 +36,9 @@ from .errors import LogCorrupt, SessionLocked
 _H_LEN = 32
 _H_SUFFIX_LEN = len(b',"h":"') + _H_LEN + len(b'"}')
 _json = msgspec.json.Encoder()
-_REDACTED = b"[REDACTED]"
+_REDACTED = "[REDACTED]"
 # Shapes of provider keys: Anthropic sk-ant-..., OpenAI sk-..., sk-proj-...
-_KEY_PATTERNS = re.compile(rb"sk-ant-[A-Za-z0-9_\-]{16,}|sk-(?:proj-)?[A-Za-z0-9_\-]{32,}")
+_KEY_PATTERNS = re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}|sk-(?:proj-)?[A-Za-z0-9_\-]{32,}")
 
 
 def chain_hash(prev_h: str, body: bytes) -> str:
@@ -59,22 +59,36 @@ def split_line(line: bytes) -> tuple[bytes, str]:
 
 
 class Redactor:
-    """Replaces secret values, and anything shaped like a provider key, in encoded bytes."""
+    """Replaces secret values, and anything shaped like a provider key, in an event.
+
+    Strings are redacted before JSON encoding: matching the encoded bytes would miss a
+    secret that JSON escapes (a quote, a control character) and could cut an escape
+    sequence in two (``"\\n"`` then a secret starting with ``n``), writing invalid JSON.
+    """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self._secrets: list[bytes] = sorted(
-            {s.encode() for s in secrets if s and len(s) >= 8}, key=len, reverse=True
-        )
+        self._secrets: list[str] = sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True)
 
     def add(self, secrets: Iterable[str]) -> None:
-        merged = {s.encode() for s in secrets if s and len(s) >= 8} | set(self._secrets)
+        merged = {s for s in secrets if s and len(s) >= 8} | set(self._secrets)
         self._secrets = sorted(merged, key=len, reverse=True)
 
-    def __call__(self, data: bytes) -> bytes:
+    def text(self, value: str) -> str:
+        """``value`` with every secret and key-shaped run replaced."""
         for s in self._secrets:
-            if s in data:
-                data = data.replace(s, _REDACTED)
-        return _KEY_PATTERNS.sub(_REDACTED, data)
+            if s in value:
+                value = value.replace(s, _REDACTED)
+        return _KEY_PATTERNS.sub(_REDACTED, value)
+
+    def __call__(self, value: Any) -> Any:
+        """A copy of ``value`` (builtins: dict, list, str...) with every string redacted, keys too."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self(k): self(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self(v) for v in value]
+        return value
 
 
 @dataclass
@@ -154,7 +168,7 @@ class EventLog:
         """The line (without newline) that ``append`` would write next, and its ``h``."""
         event: dict[str, Any] = {"seq": self.next_seq, "ts": round(time.time(), 6), "agent": agent, "type": type}
         event.update(fields)
-        body = self.redact(_json.encode(event))
+        body = _json.encode(self.redact(msgspec.to_builtins(event)))
         h = chain_hash(self.last_h, body)
         return body[:-1] + b',"h":"' + h.encode("ascii") + b'"}', h
 
