@@ -1,0 +1,437 @@
+"""The session event log (DESIGN §5): hash chain, verify, torn tails, locks, redaction."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from musec.daemon.errors import LogCorrupt, SessionLocked
+from musec.daemon.eventlog import (
+    EventLog,
+    chain_hash,
+    first_and_last,
+    read_events,
+    read_lines,
+    split_line,
+    verify,
+    verify_bytes,
+)
+
+SETTINGS = settings(max_examples=100, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FAKE_KEY = "sk-ant-api03-" + "A1b2C3d4" * 6
+
+
+def _write_log(path: Path, n: int = 5) -> list[bytes]:
+    elog = EventLog.create(path)
+    try:
+        elog.append("session_started", workspace="/w", model="m", sync=True)
+        for i in range(1, n):
+            elog.append("tool_started", call_id=f"c{i}", input={"n": i, "text": "é\n\"x\""})
+    finally:
+        elog.close()
+    return read_lines(path)
+
+
+@pytest.fixture(scope="module")
+def log_bytes() -> bytes:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "s.jsonl"
+        _write_log(path, 4)
+        return path.read_bytes()
+
+
+def _scratch(data: bytes) -> Path:
+    fd, name = tempfile.mkstemp(suffix=".jsonl")
+    os.write(fd, data)
+    os.close(fd)
+    return Path(name)
+
+
+# --- writing and the chain ------------------------------------------------------------
+
+
+def test_seq_counts_from_zero_and_the_chain_verifies(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = _write_log(path, 6)
+    assert [json.loads(line)["seq"] for line in lines] == list(range(6))
+    prev = ""
+    for line in lines:
+        body, h = split_line(line)
+        assert h == chain_hash(prev, body) == json.loads(line)["h"]
+        assert line.endswith(f',"h":"{h}"}}'.encode())  # h is the last member
+        prev = h
+    report = verify(path)
+    assert report.ok and report.events == 6 and report.last_h == prev
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.read_bytes().endswith(b"\n")
+
+
+def test_line_format(tmp_path: Path) -> None:
+    elog = EventLog.create(tmp_path / "s.jsonl")
+    seq, line = elog.append("user_message", agent="worker:a", text="hi")
+    elog.close()
+    event = json.loads(line)
+    assert seq == 0
+    assert list(event)[:4] == ["seq", "ts", "agent", "type"]
+    assert event["agent"] == "worker:a" and event["type"] == "user_message" and event["text"] == "hi"
+    assert isinstance(event["ts"], float)
+    assert read_events(tmp_path / "s.jsonl") == [event]
+
+
+def test_create_refuses_an_existing_file(tmp_path: Path) -> None:
+    _write_log(tmp_path / "s.jsonl", 1)
+    with pytest.raises(FileExistsError):
+        EventLog.create(tmp_path / "s.jsonl")
+
+
+def test_reopen_continues_the_chain(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    _write_log(path, 3)
+    elog, report = EventLog.open(path)
+    assert report.events == 3 and report.torn_bytes == 0 and report.torn_path is None
+    assert elog.append("session_ended", exit_reason="finished")[0] == 3
+    elog.close()
+    elog.close()  # idempotent
+    assert verify(path).ok and verify(path).events == 4
+
+
+def test_open_an_empty_log(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    EventLog.create(path).close()
+    report = verify(path)
+    assert not report.ok and any("empty" in problem for problem in report.problems)
+    elog, opened = EventLog.open(path)
+    assert opened.events == 0
+    elog.append("session_started")
+    elog.close()
+    assert verify(path).ok
+
+
+# --- tampering is detected ------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.data())
+def test_flipping_any_bit_is_detected(log_bytes: bytes, data: st.DataObject) -> None:
+    pos = data.draw(st.integers(0, len(log_bytes) - 1), label="pos")
+    bit = data.draw(st.integers(0, 7), label="bit")
+    damaged = bytearray(log_bytes)
+    damaged[pos] ^= 1 << bit
+    report = verify_bytes(bytes(damaged))
+    assert not report.ok
+    if pos == len(log_bytes) - 1:  # the last newline: a torn tail, not a damaged line
+        assert report.torn_bytes and not report.problems
+    else:
+        assert report.problems
+
+
+def test_deleting_swapping_and_truncating_are_detected(log_bytes: bytes) -> None:
+    lines = log_bytes.split(b"\n")[:-1]
+    n = len(lines)
+    for i in range(n - 1):  # deleting any line but the last
+        report = verify_bytes(b"".join(line + b"\n" for j, line in enumerate(lines) if j != i))
+        assert report.problems, i
+    for i in range(n - 1):
+        swapped = list(lines)
+        swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+        assert verify_bytes(b"".join(line + b"\n" for line in swapped)).problems
+    duplicated = [*lines[:2], lines[1], *lines[2:]]
+    assert verify_bytes(b"".join(line + b"\n" for line in duplicated)).problems
+    for cut in range(1, len(log_bytes)):
+        report = verify_bytes(log_bytes[:cut])
+        if log_bytes[cut - 1 : cut] == b"\n":
+            # Whole lines dropped from the end leave a valid, shorter chain: the chain alone
+            # cannot see it (the last ``h`` would have to be kept elsewhere).
+            assert report.ok and report.events < n
+        else:
+            assert not report.ok and report.torn_bytes
+
+
+def test_editing_a_line_and_rehashing_only_it_is_detected(log_bytes: bytes) -> None:
+    lines = log_bytes.split(b"\n")[:-1]
+    event = json.loads(lines[1])
+    event["call_id"] = "evil"
+    prev_h = json.loads(lines[0])["h"]
+    del event["h"]
+    body = msgspec.json.encode(event)
+    event["h"] = chain_hash(prev_h, body)
+    lines[1] = msgspec.json.encode(event)
+    report = verify_bytes(b"".join(line + b"\n" for line in lines))
+    assert report.problems and "seq 2" in report.problems[0]
+
+
+def test_a_line_without_a_hash_is_damaged() -> None:
+    assert verify_bytes(b'{"seq":0}\n').problems
+    assert verify_bytes(b"[1]\n").problems
+    assert verify_bytes(b"\n").problems
+    with pytest.raises(LogCorrupt):
+        split_line(b'{"seq":0}')
+
+
+# --- torn tails -------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(cut=st.integers(1, 10_000))
+def test_a_torn_tail_is_cut_kept_and_appending_goes_on(log_bytes: bytes, cut: int) -> None:
+    lines = log_bytes.split(b"\n")[:-1]
+    whole = b"".join(line + b"\n" for line in lines[:-1])
+    last = lines[-1] + b"\n"
+    cut = cut % len(last)
+    if cut == 0:
+        cut = 1
+    torn = last[:cut]  # never ends in its newline: a partial last line
+    path = _scratch(whole + torn)
+    torn_path = path.with_name(path.name + ".torn")
+    try:
+        assert verify(path).torn_bytes == len(torn)
+        elog, report = EventLog.open(path)
+        assert report.torn_bytes == len(torn) and report.torn_path == str(torn_path)
+        assert report.events == len(lines) - 1
+        assert torn_path.read_bytes() == torn + b"\n"
+        assert path.read_bytes() == whole
+        seq, _ = elog.append("user_message", text="after the crash")
+        elog.close()
+        assert seq == len(lines) - 1
+        report = verify(path)
+        assert report.ok and report.events == len(lines)
+        assert read_events(path)[-1]["text"] == "after the crash"
+    finally:
+        path.unlink()
+        torn_path.unlink(missing_ok=True)
+
+
+def test_a_log_that_is_only_a_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"seq":0,"ts":1')
+    elog, report = EventLog.open(path)
+    assert report.events == 0 and report.torn_bytes == 15
+    elog.append("session_started")
+    elog.close()
+    assert verify(path).ok
+
+
+def test_torn_tails_accumulate_in_the_torn_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    _write_log(path, 2)
+    for junk in (b"first", b"second"):
+        with open(path, "ab") as f:
+            f.write(junk)
+        EventLog.open(path)[0].close()
+    assert (tmp_path / "s.jsonl.torn").read_bytes() == b"first\nsecond\n"
+    assert verify(path).ok
+
+
+@pytest.mark.parametrize("victim", [0, 1, 2])
+def test_a_corrupt_line_before_the_last_makes_open_raise(tmp_path: Path, victim: int) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = _write_log(path, 4)
+    lines[victim] = lines[victim].replace(b'"seq"', b'"SEQ"', 1)
+    original = b"".join(line + b"\n" for line in lines)
+    path.write_bytes(original)
+    with pytest.raises(LogCorrupt, match=rf"(seq|expected) {victim}\b"):
+        EventLog.open(path)
+    assert path.read_bytes() == original  # not appended to
+    with pytest.raises(LogCorrupt):
+        EventLog.open(path)
+
+
+def test_read_events_names_the_damaged_seq(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = _write_log(path, 3)
+    path.write_bytes(lines[0] + b"\n" + b"{oops\n" + lines[2] + b"\n")
+    with pytest.raises(LogCorrupt, match="seq 1"):
+        read_events(path)
+
+
+def test_first_and_last(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = _write_log(path, 3)
+    with open(path, "ab") as f:
+        f.write(b'{"seq":3,"to')
+    first, last = first_and_last(path)
+    assert first == json.loads(lines[0]) and last == json.loads(lines[-1])
+    path.write_bytes(b"")
+    assert first_and_last(path) == (None, None)
+
+
+# --- the lock ---------------------------------------------------------------------------
+
+
+def test_a_second_open_in_this_process_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    elog = EventLog.create(path)
+    elog.append("session_started")
+    try:
+        for _ in range(3):  # and refusing does not leak or double-close descriptors
+            with pytest.raises(SessionLocked):
+                EventLog.open(path)
+        assert os.fstat(elog._fd)  # our descriptor is still ours
+        elog.append("user_message", text="still writing")
+    finally:
+        elog.close()
+    EventLog.open(path)[0].close()  # free again
+    assert verify(path).events == 2
+
+
+_HOLDER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from musec.daemon.eventlog import EventLog
+    from musec.daemon.errors import SessionLocked
+    path = Path(sys.argv[1])
+    if sys.argv[2] == "hold":
+        elog, _ = EventLog.open(path)
+        print("held", flush=True)
+        sys.stdin.read()
+        elog.close()
+    else:
+        try:
+            EventLog.open(path)
+        except SessionLocked as exc:
+            print("locked", exc)
+        else:
+            print("opened")
+""")
+
+
+def test_another_process_cannot_open_a_held_log(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    _write_log(path, 2)
+    elog, _ = EventLog.open(path)
+    try:
+        out = subprocess.run([sys.executable, "-c", _HOLDER, str(path), "try"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.stdout.startswith("locked"), out.stderr
+    finally:
+        elog.close()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path), "hold"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(SessionLocked):
+            EventLog.open(path)
+    finally:
+        holder.communicate("", timeout=60)
+    EventLog.open(path)[0].close()  # released when the holder closed
+
+
+# --- redaction --------------------------------------------------------------------------
+
+
+def test_secrets_and_key_shapes_never_reach_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    secret = "hunter2-hunter2-very-secret"
+    elog = EventLog.create(path, secrets=[secret, "short"])
+    elog.redact.add(["added-later-secret"])
+    elog.append("tool_finished", output=f"key={secret} and {FAKE_KEY}", nested={"k": [secret]})
+    elog.append("user_message", text="openai sk-proj-" + "x" * 40, **{secret: "as a key"})
+    elog.append("user_message", text="added-later-secret; short stays")
+    elog.close()
+    data = path.read_bytes()
+    for needle in (secret, FAKE_KEY, "sk-proj-", "added-later-secret", "sk-ant-"):
+        assert needle.encode() not in data
+    assert b"short stays" in data and data.count(b"[REDACTED]") == 6
+    assert verify(path).ok
+
+
+@pytest.mark.parametrize(("secret", "text"), [
+    ("nABCDEFGH", "line\nABCDEFGH"),  # a spurious match after the backslash of "\n"
+    ('quote"d-secret', 'say quote"d-secret'),  # written escaped, still a secret
+    ("0000000\x1f", "0000000\x1f"),  # a control character: escaped as \u001f
+])
+def test_redaction_respects_json_escapes(tmp_path: Path, secret: str, text: str) -> None:
+    path = tmp_path / "s.jsonl"
+    elog = EventLog.create(path, secrets=[secret])
+    elog.append("user_message", text=text)
+    elog.close()
+    assert verify(path).ok
+    (event,) = read_events(path)
+    assert secret not in event["text"]
+
+
+def test_structs_in_fields_are_encoded_and_redacted(tmp_path: Path) -> None:
+    class Block(msgspec.Struct, tag="text", tag_field="type"):
+        text: str
+        data: bytes = b""
+
+    path = tmp_path / "s.jsonl"
+    elog = EventLog.create(path, secrets=["the-secret-value"])
+    _, line = elog.append("model_response", content=[Block("ok the-secret-value", b"\x00\x01")], n=(1, 2))
+    elog.close()
+    event = json.loads(line)
+    assert event["content"] == [{"type": "text", "text": "ok [REDACTED]", "data": "AAE="}]
+    assert event["n"] == [1, 2]
+    assert verify(path).ok
+
+
+@SETTINGS
+@given(secret=st.text(st.characters(codec="utf-8"), min_size=8, max_size=20),
+       before=st.text(max_size=5), after=st.text(max_size=5))
+def test_any_secret_is_redacted_and_the_log_stays_valid(tmp_path: Path, secret: str, before: str, after: str) -> None:
+    assume(not set(secret) & set("[REDACTED]"))  # the replacement must not spell the secret again
+    fd, name = tempfile.mkstemp(suffix=".jsonl", dir=tmp_path)
+    os.close(fd)
+    path = Path(name)
+    path.unlink()
+    elog = EventLog.create(path, secrets=[secret])
+    elog.append("tool_finished", output=before + secret + after)
+    elog.close()
+    data = path.read_bytes()
+    assert verify(path).ok
+    (event,) = read_events(path)
+    assert secret not in event["output"]
+    assert secret.encode() not in data and msgspec.json.encode(secret)[1:-1] not in data
+
+
+# --- a full disk ------------------------------------------------------------------------
+
+_FULL_DISK = textwrap.dedent("""
+    import errno, resource, signal, sys
+    from pathlib import Path
+    from musec.daemon.eventlog import EventLog
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    path = Path(sys.argv[1])
+    elog, _ = EventLog.open(path)
+    size = path.stat().st_size
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size + int(sys.argv[2]), resource.RLIM_INFINITY))
+    failures = 0
+    for i in range(20):
+        try:
+            elog.append("tool_finished", sync=i % 2 == 0, output="y" * 100)
+        except OSError as exc:
+            assert exc.errno in (errno.EFBIG, errno.ENOSPC), exc
+            failures += 1
+    print(failures, elog.next_seq)
+    elog.close()
+""")
+
+
+@pytest.mark.parametrize("room", [0, 1, 150, 300])
+def test_a_failed_write_leaves_whole_lines(tmp_path: Path, room: int) -> None:
+    path = tmp_path / "s.jsonl"
+    _write_log(path, 2)
+    out = subprocess.run([sys.executable, "-c", _FULL_DISK, str(path), str(room)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    failures, next_seq = map(int, out.stdout.split())
+    assert failures > 0
+    data = path.read_bytes()
+    assert data.endswith(b"\n")
+    report = verify(path)
+    assert report.ok and report.events == next_seq == 2 + 20 - failures
+    elog, opened = EventLog.open(path)  # and the log goes on after the disk has room again
+    assert opened.torn_bytes == 0
+    elog.append("session_ended")
+    elog.close()
+    assert verify(path).ok
