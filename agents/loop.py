@@ -20,6 +20,7 @@ import msgspec
 from .approval import decide
 from .conversation import ModelRequest, ToolCallBlock, request_digest
 from .errors import AgentError, ProviderError, ProviderOverloaded, ProviderUnreachable
+from .faults import armed, crash_at
 from .history import History
 from .providers.base import Provider, TextDelta
 from .tools.base import Tool, ToolContext, ToolOutput
@@ -159,6 +160,7 @@ class Agent:
                 return Outcome("finished", result=response.text)
 
     async def _delta(self, delta: TextDelta) -> None:
+        crash_at("mid_model_stream")
         await self._on_delta(self.agent_id, delta)
 
     async def _run_calls(self, calls: list[ToolCallBlock]) -> None:
@@ -202,8 +204,15 @@ class Agent:
             self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True, content=f"not run: {why}")
             return
         self.record("tool_started", call_id=call.id, tool=call.name, input=call.input, sync=True)
+        crash_at("after_tool_started")
         t0 = time.monotonic()
+        if armed("during_tool"):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(tool.run, call.input, self.ctx)
+                await anyio.sleep(0.2)
+                crash_at("during_tool")
         output = await tool.run(call.input, self.ctx)
+        crash_at("before_tool_finished")
         self._finish(call, output, time.monotonic() - t0)
 
     def _finish(self, call: ToolCallBlock, output: ToolOutput, duration_s: float) -> None:

@@ -31,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     def session_opts(sp: argparse.ArgumentParser, approval_default: str) -> None:
         sp.add_argument("--model", default=None, help="PROVIDER/MODEL or scripted:PATH (default: $MUSEC_MODEL or %s)" % DEFAULT_MODEL)
         sp.add_argument("--workspace", default=None, help="the repository to work in (default: the current directory)")
-        sp.add_argument("--approval", choices=APPROVALS, default=approval_default)
-        sp.add_argument("--max-turns", type=int, default=50)
+        sp.add_argument("--approval", choices=APPROVALS, default=None, help=f"default: {approval_default}")
+        sp.add_argument("--max-turns", type=int, default=None, help="model turns per message (default: 50)")
         sp.add_argument("--sandbox", choices=("auto", "bwrap", "seatbelt", "off"), default="auto")
 
     session_opts(parser, "ask")  # `musec --model M` opens an interactive session
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     session_opts(run, "ask")
     run.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
     run.add_argument("--budget-usd", type=float, default=None)
-    run.add_argument("--resume", default=None, metavar="ID")
+    run.add_argument("--resume", default=None, metavar="ID", help="go on with session ID")
     run.add_argument("--continue", dest="continue_", action="store_true")
 
     sessions = sub.add_parser("sessions", help="list sessions, newest first")
@@ -62,6 +62,19 @@ def build_parser() -> argparse.ArgumentParser:
     daemon = sub.add_parser("daemon", help="manage the daemon")
     daemon.add_argument("action", choices=("start", "stop", "status", "run", "install"))
     daemon.add_argument("--json", action="store_true")
+
+    resume = sub.add_parser("resume", help="reopen a session interactively (a picker when no ID)")
+    resume.add_argument("session_id", nargs="?", default=None)
+    resume.add_argument("--last", action="store_true", help="the latest session of this workspace")
+    resume.add_argument("--workspace", default=None)
+
+    replay = sub.add_parser("replay", help="rebuild a session from its log, no model calls")
+    replay.add_argument("session_id")
+    replay.add_argument("--json", action="store_true")
+
+    gc = sub.add_parser("gc", help="remove ended sessions older than a given age")
+    gc.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
+    gc.add_argument("--dry-run", action="store_true")
 
     sub.add_parser("doctor", help="check the sandbox, socket, credentials, git and GPU")
     demo = sub.add_parser("demo", help="fix a bundled example's failing test with the scripted model")
@@ -93,6 +106,14 @@ def dispatch(args: argparse.Namespace) -> int:
             return cmd_log(args)
         case "attach":
             return cmd_attach(args)
+        case "resume":
+            from .interactive import cmd_resume
+
+            return cmd_resume(args)
+        case "replay":
+            return cmd_replay(args)
+        case "gc":
+            return cmd_gc(args)
         case "daemon":
             from .service import cmd_daemon
 
@@ -139,11 +160,12 @@ def resolve_workspace(workspace: str | None) -> str:
 
 
 def start_request(conn: Connection, args: argparse.Namespace, task: str, *, interactive: bool) -> p.StartSession:
-    if args.max_turns < 1:
+    max_turns = 50 if args.max_turns is None else args.max_turns
+    if max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
     return p.StartSession(
         id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
-        task=task, approval=args.approval, max_turns=args.max_turns, credentials=credentials(),
+        task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
         interactive=interactive, end_when_idle=not interactive, sandbox=args.sandbox,
     )
 
@@ -156,9 +178,16 @@ def request_error_code(exc: RequestFailed) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.resume or args.continue_:
-        raise UsageError("--resume and --continue are not available yet in this version; start a new run")
     task = args.task if args.task != "-" else sys.stdin.read()
+    if args.resume or args.continue_:
+        conn = connect()
+        resume = p.ResumeSession(
+            id=conn.next_id(), session_id=args.resume or "",
+            workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
+            credentials=credentials(), interactive=False, end_when_idle=True,
+            approval=args.approval or "", max_turns=args.max_turns or 0,
+        )
+        return follow_run(conn, resume, args.output_format)
     if not task.strip():
         raise UsageError('give the task: musec run "fix the failing test"')
     conn = connect()
@@ -167,7 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def follow_run(
-    conn: Connection, req: p.StartSession, output_format: str,
+    conn: Connection, req: p.StartSession | p.ResumeSession, output_format: str,
     events: list[dict[str, Any]] | None = None, info: dict[str, str] | None = None,
 ) -> int:
     """Start a headless session and show it until it ends; return the exit code.
@@ -191,8 +220,11 @@ def follow_run(
             print("\nmusec: interrupting the turn (Ctrl-C again to leave it running)", file=sys.stderr)
             continue
         except DaemonLost:
-            where = f" during session {session_id}" if session_id else ""
-            print(f"musec: the daemon stopped{where}; its log is kept (`musec log {session_id}`)", file=sys.stderr)
+            if session_id:
+                print(f"musec: the daemon stopped during session {session_id}; nothing acknowledged is lost. "
+                      f"Go on with `musec run --resume {session_id}`", file=sys.stderr)
+            else:
+                print("musec: the daemon stopped; check `musec daemon status`", file=sys.stderr)
             return exitcodes.UNREACHABLE
         match msg:
             case p.Error() if msg.id in (req.id, 0):
@@ -202,7 +234,9 @@ def follow_run(
                 session_id = msg.session_id
                 info.update(session_id=msg.session_id, log_path=msg.log_path)
                 if output_format == "text":
-                    print(f"session {session_id}", file=sys.stderr)
+                    verb = "resumed" if msg.resumed else "session"
+                    cut = f" ({len(msg.interrupted_calls)} interrupted call(s) answered as interrupted)" if msg.interrupted_calls else ""
+                    print(f"{verb} {session_id}{cut}", file=sys.stderr)
             case p.Event():
                 if events is not None:
                     events.append(json.loads(msg.line))
@@ -347,3 +381,40 @@ def cmd_attach(args: argparse.Namespace) -> int:
                 return exitcodes.OK
             case _:
                 pass
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    conn = connect()
+    try:
+        r = conn.request(p.Replay(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
+    except RequestFailed as exc:
+        print(f"musec: {exc}", file=sys.stderr)
+        return request_error_code(exc)
+    if args.json:
+        print(json.dumps({"session_id": r.session_id, "ok": r.ok, "events": r.events, "model_requests": r.model_requests,
+                          "turns": r.turns, "problems": r.problems, "next_request_digest": r.next_request_digest}))
+    else:
+        verdict = "every request re-derived byte for byte" if r.ok else "MISMATCH"
+        print(f"{r.session_id}: {r.events} events, {r.turns} turns, {r.model_requests} model requests: {verdict}")
+        for problem in r.problems:
+            print(f"  {problem}")
+        print(f"next request digest: {r.next_request_digest}")
+    return exitcodes.OK if r.ok else exitcodes.GOAL_UNMET
+
+
+def parse_age_s(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    try:
+        return float(text[:-1]) * units[text[-1]]
+    except (KeyError, ValueError, IndexError):
+        raise UsageError(f"--older-than takes an age like 30d, 12h or 90m, not {text!r}") from None
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    conn = connect()
+    r = conn.request(p.CollectSessions(id=conn.next_id(), older_than_s=parse_age_s(args.older_than), dry_run=args.dry_run))
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"{verb} {len(r.sessions)} session(s), {r.bytes_freed} bytes")
+    for sid in r.sessions:
+        print(f"  {sid}")
+    return exitcodes.OK

@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import uuid
 from typing import Any
 
 from musec.daemon import protocol as p
 
 from . import exitcodes
-from .cli import credentials, start_request
+from .cli import _age, credentials, start_request
 from .connection import Connection, connect
 from .errors import DaemonLost
 from .render import Renderer, call_summary
@@ -47,14 +48,16 @@ def ask_approval(ev: dict[str, Any]) -> str:
 
 
 def cmd_interactive(args: argparse.Namespace) -> int:
-    for name, default in (("model", None), ("workspace", None), ("approval", "ask"), ("max_turns", 50), ("sandbox", "auto")):
+    for name, default in (("model", None), ("workspace", None), ("approval", None), ("max_turns", None), ("sandbox", "auto")):
         if not hasattr(args, name):
             setattr(args, name, default)
+    return prompt_loop(connect(), "", args)
+
+
+def prompt_loop(conn: Connection, session_id: str, args: argparse.Namespace) -> int:
+    """Read the person's messages and show each turn, until /exit, Ctrl-D or Ctrl-C."""
     read = _prompt_reader()
-    conn = connect()
-    session_id = ""
     renderer = Renderer(sys.stdout)
-    first = True
     while True:
         try:
             text = read()
@@ -64,17 +67,17 @@ def cmd_interactive(args: argparse.Namespace) -> int:
             continue
         if text.strip() in ("/exit", "/quit"):
             break
-        if first:
+        if not session_id:
             req = start_request(conn, args, text, interactive=True)
             print(BANNER.format(version=p.__version__, model=req.model, approval=req.approval, workspace=req.workspace))
             conn.send(req)
-            first = False
         else:
-            conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=text, credentials=credentials()))
+            conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=text, credentials=credentials(),
+                                  client_msg_id=uuid.uuid4().hex))
         try:
             session_id = follow_turn(conn, session_id, renderer)
         except DaemonLost:
-            print("musec: the daemon stopped; the session's log is kept (`musec sessions --all`)", file=sys.stderr)
+            print("musec: the daemon stopped; the session's log is kept (`musec resume --last`)", file=sys.stderr)
             return exitcodes.UNREACHABLE
         if session_id == "":
             return exitcodes.GOAL_UNMET
@@ -84,6 +87,42 @@ def cmd_interactive(args: argparse.Namespace) -> int:
         except Exception:  # noqa: BLE001 - leaving anyway; the daemon ends idle sessions itself
             pass
     return exitcodes.OK
+
+
+def pick_session(sessions: list[p.SessionInfo]) -> str | None:
+    """An arrow-key picker over sessions, newest first; None when cancelled."""
+    from prompt_toolkit.shortcuts import choice
+
+    options = [(s.id, f"{s.title[:50] or '(untitled)':<50}  {s.status:<12} {_age(s.updated_at):>4}  {s.workspace}") for s in sessions]
+    try:
+        return choice(message="Resume which session?", options=options)
+    except (KeyboardInterrupt, EOFError):
+        return None
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from .cli import resolve_workspace
+
+    conn = connect()
+    sid = args.session_id
+    if not sid:
+        workspace = resolve_workspace(args.workspace) if args.last or args.workspace else ""
+        sessions = conn.request(p.ListSessions(id=conn.next_id(), workspace=workspace)).sessions
+        sessions = [s for s in sessions if s.status != "broken"]
+        if not sessions:
+            print("musec: no session to resume" + (f" in {workspace}" if workspace else ""), file=sys.stderr)
+            return exitcodes.GOAL_UNMET
+        sid = sessions[0].id if args.last else pick_session(sessions)
+        if sid is None:
+            return exitcodes.OK
+    conn.send(p.ResumeSession(id=conn.next_id(), session_id=sid, credentials=credentials(), interactive=True,
+                              end_when_idle=False, backlog=True))
+    session_id = follow_turn(conn, "", Renderer(sys.stdout))
+    if not session_id:
+        return exitcodes.GOAL_UNMET
+    for name in ("model", "workspace", "approval", "max_turns", "sandbox"):
+        setattr(args, name, getattr(args, name, None))
+    return prompt_loop(conn, session_id, args)
 
 
 def follow_turn(conn: Connection, session_id: str, renderer: Renderer) -> str:

@@ -107,6 +107,7 @@ def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -
         "max_turns": req.max_turns,
         "interactive": req.interactive,
         "tools": [t.spec.name for t in agent.tools.values()],
+        "system_prompt": agent.system_prompt,
         "musec_version": p.__version__,
         "pid": os.getpid(),
         "git": git_base(workspace),

@@ -31,6 +31,8 @@ from typing import Any
 
 import msgspec
 
+from musec.agents.faults import armed, crash_at
+
 from .errors import LogCorrupt, SessionLocked
 
 _H_LEN = 32
@@ -188,6 +190,9 @@ class EventLog:
         line, h = self.encode(type, agent, **fields)
         data = line + b"\n"
         size = os.lseek(self._fd, 0, os.SEEK_END)
+        if type == "tool_finished" and armed("mid_append"):
+            os.write(self._fd, data[: len(data) // 2])
+            crash_at("mid_append")
         try:
             written = os.write(self._fd, data)
             if written != len(data):

@@ -70,6 +70,34 @@ class StartSession(_Msg, tag="start_session"):
     title: str = ""
 
 
+class ResumeSession(_Msg, tag="resume_session"):
+    """Go on with a session from its log (after a restart, a crash, or its end).
+
+    ``session_id`` empty means the latest session of ``workspace`` (``--continue``).
+    ``task``, when given, is the next user message. ``approval``/``max_turns`` empty or
+    0 keep the session's. ``backlog`` sends every logged event first (interactive
+    resume); otherwise only new events are sent.
+    """
+
+    id: int
+    session_id: str = ""
+    workspace: str = ""
+    task: str = ""
+    credentials: dict[str, str] = {}
+    interactive: bool = False
+    end_when_idle: bool = True
+    approval: str = ""
+    max_turns: int = 0
+    backlog: bool = False
+
+
+class Replay(_Msg, tag="replay"):
+    """Rebuild a session's state from its log, with no model calls, and check it."""
+
+    id: int
+    session_id: str
+
+
 class Attach(_Msg, tag="attach"):
     """Receive every logged event after ``since_seq`` (-1: all), then the live stream."""
 
@@ -79,12 +107,17 @@ class Attach(_Msg, tag="attach"):
 
 
 class UserInput(_Msg, tag="user_input"):
-    """A person's message into a live session."""
+    """A person's message into a live session.
+
+    ``client_msg_id``, when set, makes a re-send idempotent: a message whose id the
+    session has already logged is not applied again.
+    """
 
     id: int
     session_id: str
     text: str
     credentials: dict[str, str] = {}
+    client_msg_id: str = ""
 
 
 class ApprovalAnswer(_Msg, tag="approval_answer"):
@@ -108,6 +141,14 @@ class EndSession(_Msg, tag="end_session"):
 
     id: int
     session_id: str
+
+
+class CollectSessions(_Msg, tag="collect_sessions"):
+    """Remove ended sessions older than ``older_than_s`` with their blobs (never a live one)."""
+
+    id: int
+    older_than_s: float
+    dry_run: bool = False
 
 
 class ListSessions(_Msg, tag="list_sessions"):
@@ -144,8 +185,8 @@ class Shutdown(_Msg, tag="shutdown"):
 
 
 ClientMsg = (
-    Hello | StartSession | Attach | UserInput | ApprovalAnswer | Interrupt | EndSession
-    | ListSessions | ReadLog | VerifyLog | Status | Shutdown
+    Hello | StartSession | ResumeSession | Replay | Attach | UserInput | ApprovalAnswer | Interrupt
+    | EndSession | ListSessions | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
 )
 
 
@@ -167,11 +208,13 @@ class Ok(_Msg, tag="ok"):
 
 
 class SessionStarted(_Msg, tag="session_started"):
-    """The session ``StartSession`` created; its log is at ``log_path``."""
+    """The session ``StartSession`` created (or ``ResumeSession`` reopened, ``resumed``)."""
 
     id: int
     session_id: str
     log_path: str
+    resumed: bool = False
+    interrupted_calls: list[str] = []
 
 
 class Event(_Msg, tag="event"):
@@ -260,6 +303,25 @@ class VerifyResult(_Msg, tag="verify_result"):
     problems: list[str] = []
 
 
+class ReplayResult(_Msg, tag="replay_result"):
+    """What replay rebuilt: ``ok`` when every logged request digest was re-derived."""
+
+    id: int
+    session_id: str
+    ok: bool
+    events: int
+    model_requests: int
+    turns: int
+    problems: list[str] = []
+    next_request_digest: str = ""
+
+
+class Collected(_Msg, tag="collected"):
+    id: int
+    sessions: list[str]
+    bytes_freed: int = 0
+
+
 class StatusReply(_Msg, tag="status_reply"):
     id: int
     pid: int
@@ -272,7 +334,7 @@ class StatusReply(_Msg, tag="status_reply"):
 
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | Delta | Idle | SessionEnded | Resync
-    | Sessions | LogLines | VerifyResult | StatusReply
+    | Sessions | LogLines | VerifyResult | ReplayResult | Collected | StatusReply
 )
 
 

@@ -180,9 +180,53 @@ class Daemon:
         self.tg.start_soon(self._run_session, session, req.task)
         return session
 
-    async def _run_session(self, session: Session, task: str) -> None:
+    def resume_session(self, req: p.ResumeSession) -> tuple[Session, list[str]]:
+        from .resume import resume_session
+
+        session, mid_turn, interrupted = resume_session(self, req)
+        self.sessions[session.id] = session
+        session.on_end = lambda s: self.sessions.pop(s.id, None)
+        assert self.tg is not None
+        self.tg.start_soon(self._run_session, session, req.task, mid_turn)
+        return session, interrupted
+
+    def collect(self, older_than_s: float, dry_run: bool) -> tuple[list[str], int]:
+        """Remove ended sessions last updated more than ``older_than_s`` ago, and blobs
+        no remaining log refers to. Live sessions are never touched."""
+        now = time.time()
+        removed, freed = [], 0
+        for info in self.list_sessions():
+            if info.id in self.sessions or now - info.updated_at < older_than_s:
+                continue
+            path = self.log_path(info.id)
+            removed.append(info.id)
+            if not dry_run:
+                for extra in (path, path.with_name(path.name + ".torn")):
+                    if extra.exists():
+                        freed += extra.stat().st_size
+                        extra.unlink()
+        if removed and not dry_run:
+            freed += self._collect_blobs()
+        return removed, freed
+
+    def _collect_blobs(self) -> int:
+        referenced: set[str] = set()
+        for path in self.paths.sessions.glob("*.jsonl"):
+            data = path.read_bytes()
+            start = 0
+            while (i := data.find(b'"blob":"', start)) >= 0:
+                referenced.add(data[i + 8 : i + 72].decode("ascii", "replace"))
+                start = i + 8
+        freed = 0
+        for blob in self.paths.blobs.glob("*/*"):
+            if blob.parent.name + blob.name not in referenced:
+                freed += blob.stat().st_size
+                blob.unlink()
+        return freed
+
+    async def _run_session(self, session: Session, task: str, resume_turn: bool = False) -> None:
         try:
-            await session.run(task)
+            await session.run(task, resume_turn=resume_turn)
         except Exception as exc:
             log.exception("session_failed", session_id=session.id, error=str(exc))
 
@@ -285,6 +329,19 @@ class Connection:
                 # Subscribe before the first await: the session may run to its end meanwhile.
                 self._subscribe(session, msg.id, -1)
                 await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path)))
+            case p.ResumeSession():
+                session, interrupted = d.resume_session(msg)
+                since = -1 if msg.backlog else session.resumed_at_seq - 1
+                self._subscribe(session, msg.id, since)
+                await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path),
+                                                 resumed=True, interrupted_calls=interrupted))
+            case p.Replay():
+                from .resume import replay
+
+                await self.send(replay(d, msg.session_id, msg.id))
+            case p.CollectSessions():
+                removed, freed = d.collect(msg.older_than_s, msg.dry_run)
+                await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed))
             case p.Attach():
                 sid = d.resolve_id(msg.session_id)
                 session = d.sessions.get(sid)
@@ -296,7 +353,7 @@ class Connection:
                     return
                 self._subscribe(session, msg.id, msg.since_seq)
             case p.UserInput():
-                self._live(msg.session_id).submit(msg.text)
+                self._live(msg.session_id).submit(msg.text, msg.client_msg_id)
                 await self.send(p.Ok(id=msg.id))
             case p.ApprovalAnswer():
                 if msg.decision not in ("allow", "deny", "always"):

@@ -65,11 +65,13 @@ class Session:
         self.agent: Any = None  # agents.loop.Agent, set by the daemon
         self.status = "running"
         self.ended = anyio.Event()
-        self._inputs_send, self._inputs = anyio.create_memory_object_stream[str](16)
+        self._inputs_send, self._inputs = anyio.create_memory_object_stream[tuple[str, str]](16)
+        self.seen_client_msg_ids: set[str] = set()
         self._turn_scope: anyio.CancelScope | None = None
         self._scope: anyio.CancelScope | None = None
         self.on_end: Callable[[Session], None] | None = None
         self.turns = 0
+        self.resumed_at_seq = 0
         self.usage: dict[str, int] = {}
         self.cost_usd = 0.0
 
@@ -138,9 +140,26 @@ class Session:
 
     # -- input, approvals, interrupts ---------------------------------------------
 
-    def submit(self, text: str) -> None:
-        """Queue a person's message; it becomes a ``user_message`` at the next idle point."""
-        self._inputs_send.send_nowait(text)
+    def submit(self, text: str, client_msg_id: str = "") -> bool:
+        """Queue a person's message; it becomes a ``user_message`` at the next idle point.
+
+        Returns False (and queues nothing) when ``client_msg_id`` was seen before: a
+        reconnecting client's re-send is applied once.
+        """
+        if client_msg_id:
+            if client_msg_id in self.seen_client_msg_ids:
+                return False
+            self.seen_client_msg_ids.add(client_msg_id)
+        self._inputs_send.send_nowait((text, client_msg_id))
+        return True
+
+    def restore(self, events: list[dict[str, Any]]) -> None:
+        """Rebuild counters and seen message ids from a log being resumed."""
+        for event in events:
+            if event.get("type") == "model_response":
+                self._count(event)
+            elif event.get("type") == "user_message" and event.get("client_msg_id"):
+                self.seen_client_msg_ids.add(event["client_msg_id"])
 
     async def ask(self, agent_id: str, call: Any, tool: Any) -> tuple[str, str]:
         """Wait for the first client's answer to an approval (the agent loop's ``ask``)."""
@@ -179,45 +198,74 @@ class Session:
 
     # -- running ------------------------------------------------------------------
 
-    async def run(self, first_task: str) -> None:
-        """Run turns until the session ends; always writes ``session_ended``."""
-        outcome_reason, result, message = "interrupted", "", "the daemon stopped"
+    async def _turn(self) -> tuple[str, str, str]:
+        """Run the agent until it stops; return (exit_reason, result, message)."""
+        self.status = "running"
+        outcome = None
+        with anyio.CancelScope() as scope:
+            self._turn_scope = scope
+            outcome = await self.agent.run()
+        self._turn_scope = None
+        if outcome is None:
+            reason, result, message = "interrupted", "", "the turn was interrupted"
+        else:
+            reason, result, message = outcome.exit_reason, outcome.result, outcome.message
+        self.status = "idle"
+        self.record("turn_ended", exit_reason=reason, result=result, message=message)
+        self.log.sync()
+        self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, result=result))
+        return reason, result, message
+
+    async def run(self, first_task: str, *, resume_turn: bool = False) -> None:
+        """Run turns until the session ends; always writes ``session_ended``.
+
+        ``resume_turn`` first finishes the turn a crash cut off (its unanswered calls are
+        run, a model call without its response is made again) before any new input.
+        A failed log write (a full disk) pauses the session: nothing more is written and
+        the clients are told how to go on.
+        """
+        reason, result, message = "interrupted", "", "the daemon stopped"
+        paused = False
         try:
+            if resume_turn:
+                reason, result, message = await self._turn()
+                if self.end_when_idle and not first_task:
+                    return
+            elif not first_task:
+                self.status = "idle"
+                self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="resumed"))
+                if self.end_when_idle:
+                    reason, message = "finished", "nothing to resume: the session was not in a turn"
+                    return
             if first_task:
                 self.submit(first_task)
-            async for text in self._inputs:
-                self.record("user_message", text=text, sync=True)
-                self.status = "running"
-                outcome = None
-                with anyio.CancelScope() as scope:
-                    self._turn_scope = scope
-                    outcome = await self.agent.run()
-                self._turn_scope = None
-                if outcome is None:
-                    outcome_reason, result, message = "interrupted", "", "the turn was interrupted"
-                else:
-                    outcome_reason, result, message = outcome.exit_reason, outcome.result, outcome.message
-                self.status = "idle"
-                self.record("turn_ended", exit_reason=outcome_reason, result=result, message=message)
-                self.log.sync()
-                self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id,
-                                                   exit_reason=outcome_reason, result=result))
+            async for text, client_msg_id in self._inputs:
+                fields = {"client_msg_id": client_msg_id} if client_msg_id else {}
+                self.record("user_message", text=text, sync=True, **fields)
+                reason, result, message = await self._turn()
                 if self.end_when_idle:
                     break
             else:
-                if outcome_reason == "interrupted" and self.turns == 0:
-                    outcome_reason, message = "finished", ""
+                if reason == "interrupted" and self.turns == 0:
+                    reason, message = "finished", ""
+        except OSError as exc:
+            paused = True
+            reason, message = "paused", (
+                f"the event log could not be written ({exc.strerror or exc}); nothing after it was done. "
+                f"Free space, then resume with `musec run --resume {self.id}`")
+            log.error("session_paused", session_id=self.id, error=str(exc))
         finally:
             with anyio.CancelScope(shield=True):
-                self._finish(outcome_reason, result, message)
+                self._finish(reason, result, message, write=not paused)
 
-    def _finish(self, exit_reason: str, result: str, message: str) -> None:
+    def _finish(self, exit_reason: str, result: str, message: str, *, write: bool = True) -> None:
         self.status = exit_reason
-        try:
-            self.record("session_ended", exit_reason=exit_reason, result=result, message=message,
-                        turns=self.turns, usage=self.usage, sync=True)
-        except OSError as exc:
-            log.error("session_end_not_logged", session_id=self.id, error=str(exc))
+        if write:
+            try:
+                self.record("session_ended", exit_reason=exit_reason, result=result, message=message,
+                            turns=self.turns, usage=self.usage, sync=True)
+            except OSError as exc:
+                log.error("session_end_not_logged", session_id=self.id, error=str(exc))
         cost = self.cost_usd if math.isfinite(self.cost_usd) else 0.0
         self._broadcast(lambda sub: p.SessionEnded(
             id=sub.request_id, session_id=self.id, exit_reason=exit_reason, result=result,

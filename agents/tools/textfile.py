@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BinaryFile, EditNotFound, EditNotUnique
+from ..faults import crash_at
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -279,6 +280,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        crash_at("mid_edit")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

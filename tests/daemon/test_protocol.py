@@ -31,6 +31,11 @@ CLIENT_MSGS = [
     p.VerifyLog(id=12, session_id="ab"),
     p.Status(id=13),
     p.Shutdown(id=14),
+    p.ResumeSession(id=15, session_id="abc", task="go on", credentials={"K": "v"}, backlog=True),
+    p.ResumeSession(id=16, workspace="/w"),
+    p.Replay(id=17, session_id="abc"),
+    p.CollectSessions(id=18, older_than_s=86400.0, dry_run=True),
+    p.UserInput(id=19, session_id="abc", text="again", client_msg_id="m-1"),
 ]
 
 DAEMON_MSGS = [
@@ -51,6 +56,10 @@ DAEMON_MSGS = [
     p.Sessions(id=9, sessions=[]),
     p.LogLines(id=10, session_id="s", lines=[b"a", b"", b"\n"], log_path="/l"),
     p.VerifyResult(id=11, session_id="s", ok=False, events=2, problems=["x"]),
+    p.SessionStarted(id=3, session_id="s", log_path="/l", resumed=True, interrupted_calls=["c1"]),
+    p.ReplayResult(id=13, session_id="s", ok=True, events=9, model_requests=2, turns=2, next_request_digest="ab"),
+    p.ReplayResult(id=13, session_id="s", ok=False, events=9, model_requests=2, turns=2, problems=["seq 3"]),
+    p.Collected(id=14, sessions=["s"], bytes_freed=10),
     p.StatusReply(id=12, pid=3, socket="/s", version="1", sessions=["a", "b"], home="/h", log_file="/f"),
 ]
 

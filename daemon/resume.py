@@ -1,0 +1,184 @@
+"""Reopening a session from its log: resume after a crash or an end, and replay.
+
+The log is the single source of truth (DESIGN §5): the agent's history is rebuilt by
+folding every logged event, exactly as the live run built it. A ``tool_started`` with no
+answer becomes ``tool_interrupted`` (never re-run silently); a model call without its
+response is simply made again; calls that never started are run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import protocol as p
+from .errors import BadRequest, LogCorrupt
+from .eventlog import EventLog, read_events
+from .session import Session
+
+if TYPE_CHECKING:
+    from .server import Daemon
+
+
+def interrupted_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``tool_started`` events with no ``tool_finished`` or ``tool_interrupted`` after them."""
+    open_calls: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        kind = ev.get("type")
+        if kind == "tool_started":
+            open_calls[ev["call_id"]] = ev
+        elif kind in ("tool_finished", "tool_interrupted"):
+            open_calls.pop(ev.get("call_id"), None)
+    return list(open_calls.values())
+
+
+def in_turn(events: list[dict[str, Any]]) -> bool:
+    """Whether the log stops inside a turn (a user message not followed by ``turn_ended``)."""
+    for ev in reversed(events):
+        if ev.get("type") == "turn_ended":
+            return False
+        if ev.get("type") == "user_message":
+            return True
+    return False
+
+
+def _started(events: list[dict[str, Any]], path: Path) -> dict[str, Any]:
+    if not events or events[0].get("type") != "session_started":
+        raise LogCorrupt(f"{path.name} does not begin with session_started; it cannot be resumed")
+    return events[0]
+
+
+def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
+    """Reopen the session ``req`` names; return it, whether a turn must be finished, and
+    the ids of the calls found interrupted.
+
+    Raises:
+        SessionNotFound, SessionLocked, LogCorrupt, BadRequest.
+    """
+    from .agent_setup import build_main_agent
+
+    if req.session_id:
+        sid = daemon.resolve_id(req.session_id)
+    else:
+        found = daemon.list_sessions(req.workspace)
+        if not found:
+            raise BadRequest(f"no session to continue in {req.workspace}; start one with `musec run`")
+        sid = found[0].id
+    if sid in daemon.sessions:
+        raise BadRequest(f"session {sid} is live in this daemon; join it with `musec attach {sid}`")
+    path = daemon.log_path(sid)
+    credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
+    secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")]
+    elog, report = EventLog.open(path, secrets=secrets_)
+    try:
+        events = read_events(path)
+        started = _started(events, path)
+        session = Session(sid, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
+        session.resumed_at_seq = report.events
+        start = p.StartSession(
+            id=req.id, workspace=started["workspace"], model=started["model"],
+            approval=req.approval or started.get("approval", "ask"),
+            max_turns=req.max_turns or int(started.get("max_turns", 50)),
+            credentials=credentials, interactive=req.interactive, end_when_idle=req.end_when_idle,
+            sandbox=started.get("sandbox", "auto"),
+        )
+        agent = build_main_agent(daemon, session, start, credentials)
+    except BaseException:
+        elog.close()
+        raise
+    agent.system_prompt = started.get("system_prompt", agent.system_prompt)
+    for ev in events:
+        agent.history.apply(ev)
+    session.agent = agent
+    session.restore(events)
+    if report.torn_bytes:
+        session.record("log_repaired", torn_bytes=report.torn_bytes, torn_path=report.torn_path, sync=True)
+    cut = interrupted_calls(events)
+    for ev in cut:
+        session.record("tool_interrupted", agent=ev.get("agent", "main"), call_id=ev["call_id"], tool=ev.get("tool"),
+                       reason="the daemon stopped while it ran", sync=True)
+    session.record("session_resumed", pid=os.getpid(), interrupted_calls=[e["call_id"] for e in cut],
+                   approval=start.approval, sync=True)
+    return session, in_turn(events), [e["call_id"] for e in cut]
+
+
+class _ReplayModel:
+    """Stands in for the provider during replay: it only names the model; it is never called."""
+
+    def __init__(self, name: str, model: str) -> None:
+        self.name, self.model = name, model
+
+    async def complete(self, request: Any, on_delta: Any) -> Any:  # pragma: no cover - never called
+        raise RuntimeError("replay makes no model calls")
+
+    async def aclose(self) -> None:  # pragma: no cover
+        pass
+
+
+def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
+    """Rebuild a session's state from its log alone and re-derive every model request.
+
+    For each ``model_request`` event, the request the agent would send after folding the
+    events before it is built again and its digest compared with the logged one.
+    """
+    from musec.agents.conversation import request_digest
+    from musec.agents.history import History
+    from musec.agents.loop import Agent
+    from musec.agents.tools import default_tools
+    from musec.agents.tools.base import ToolContext
+
+    sid = daemon.resolve_id(session_id)
+    path = daemon.log_path(sid)
+    problems: list[str] = []
+    try:
+        events = read_events(path)
+    except LogCorrupt as exc:
+        return p.ReplayResult(id=request_id, session_id=sid, ok=False, events=0, model_requests=0, turns=0, problems=[str(exc)])
+    started = _started(events, path)
+    agents: dict[str, Agent] = {}
+
+    def agent_for(agent_id: str, ev: dict[str, Any]) -> Agent:
+        if agent_id not in agents:
+            agents[agent_id] = Agent(
+                agent_id=agent_id, provider=_ReplayModel(ev.get("provider", ""), ev.get("model", "")),
+                tools=default_tools(), ctx=ToolContext(workspace=Path(started["workspace"]), env={}),
+                record=_no_record, ask=_no_ask, on_delta=_no_delta, approval_mode="auto", max_turns=1,
+                system_prompt=started.get("system_prompt", ""), store_blob=_no_blob, session_id=sid,
+            )
+            agents[agent_id].history = History(agent_id)
+            for earlier in events[: ev["seq"]]:
+                agents[agent_id].history.apply(earlier)
+        return agents[agent_id]
+
+    requests = 0
+    for ev in events:
+        if ev.get("type") == "model_request":
+            agent = agent_for(ev.get("agent", "main"), ev)
+            requests += 1
+            digest = request_digest(agent.build_request())
+            if digest != ev.get("digest"):
+                problems.append(f"seq {ev['seq']}: the rebuilt request differs from the one the live run sent")
+        for agent in agents.values():
+            agent.history.apply(ev)
+    main = agents.get("main")
+    next_digest = request_digest(main.build_request()) if main else ""
+    turns = sum(1 for ev in events if ev.get("type") == "model_response")
+    return p.ReplayResult(id=request_id, session_id=sid, ok=not problems, events=len(events), model_requests=requests,
+                          turns=turns, problems=problems, next_request_digest=next_digest)
+
+
+def _no_record(*args: Any, **kwargs: Any) -> dict[str, Any]:  # pragma: no cover - replay records nothing
+    raise RuntimeError("replay writes nothing")
+
+
+async def _no_ask(*args: Any) -> tuple[str, str]:  # pragma: no cover
+    raise RuntimeError("replay asks nothing")
+
+
+async def _no_delta(*args: Any) -> None:  # pragma: no cover
+    pass
+
+
+def _no_blob(data: bytes) -> str:  # pragma: no cover
+    raise RuntimeError("replay stores nothing")
