@@ -98,6 +98,7 @@ def git_base(workspace: Path) -> dict[str, Any]:
 def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -> dict[str, Any]:
     """The fields of the ``session_started`` event (no credentials, ever)."""
     return {
+        "session_id": agent.session_id,
         "workspace": str(workspace.resolve()),
         "title": req.title or req.task.strip().splitlines()[0][:80] if req.task.strip() else req.title,
         "model": req.model,

@@ -176,19 +176,20 @@ class Daemon:
         session.record("session_started", sync=True, **session_started_fields(req, agent, workspace))
         self.sessions[session_id] = session
         session.on_end = lambda s: self.sessions.pop(s.id, None)
-        assert self.tg is not None
-        self.tg.start_soon(self._run_session, session, req.task)
         return session
 
-    def resume_session(self, req: p.ResumeSession) -> tuple[Session, list[str]]:
+    def launch(self, session: Session, task: str, resume_turn: bool = False) -> None:
+        """Start running a session (after its client has been told it exists)."""
+        assert self.tg is not None
+        self.tg.start_soon(self._run_session, session, task, resume_turn)
+
+    def resume_session(self, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
         from .resume import resume_session
 
         session, mid_turn, interrupted = resume_session(self, req)
         self.sessions[session.id] = session
         session.on_end = lambda s: self.sessions.pop(s.id, None)
-        assert self.tg is not None
-        self.tg.start_soon(self._run_session, session, req.task, mid_turn)
-        return session, interrupted
+        return session, mid_turn, interrupted
 
     def collect(self, older_than_s: float, dry_run: bool) -> tuple[list[str], int]:
         """Remove ended sessions last updated more than ``older_than_s`` ago, and blobs
@@ -326,15 +327,17 @@ class Connection:
                 return
             case p.StartSession():
                 session = d.start_session(msg)
-                # Subscribe before the first await: the session may run to its end meanwhile.
                 self._subscribe(session, msg.id, -1)
+                # The client learns the session id before anything runs (a crash may follow).
                 await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path)))
+                d.launch(session, msg.task)
             case p.ResumeSession():
-                session, interrupted = d.resume_session(msg)
+                session, mid_turn, interrupted = d.resume_session(msg)
                 since = -1 if msg.backlog else session.resumed_at_seq - 1
                 self._subscribe(session, msg.id, since)
                 await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path),
                                                  resumed=True, interrupted_calls=interrupted))
+                d.launch(session, msg.task, mid_turn)
             case p.Replay():
                 from .resume import replay
 
