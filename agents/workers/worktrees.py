@@ -1,0 +1,487 @@
+"""Worker worktrees: the base commit of a fan-out, one worktree per worker, their removal.
+
+Layout (DESIGN §9): the worktree of worker ``W`` of session ``S`` lives at
+``STATE/worktrees/S/W`` on branch ``musec/S/W``; Git knows it as ``musec+S+W`` (its
+metadata sits in ``<common git dir>/worktrees/musec+S+W``). The base commit of the session
+is kept reachable by ``refs/musec/S/base``.
+
+Everything goes through pygit2 (libgit2); nothing here runs the git program, and nothing
+touches the person's working tree, index or branches: only ``refs/musec/...``,
+``refs/heads/musec/...`` and worktree metadata are written in their repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pygit2
+from pygit2.enums import FileStatus, RepositoryState
+
+from .errors import (
+    BranchExists,
+    InvalidName,
+    NotARepository,
+    RepositoryBusy,
+    SubmodulesUnsupported,
+    UnbornHead,
+    WorktreeDirty,
+    WorktreeError,
+    list_paths,
+)
+
+__all__ = [
+    "INTEGRATION",
+    "BaseCommit",
+    "Removal",
+    "Worktree",
+    "branch_name",
+    "commit_all",
+    "create_worktree",
+    "default_signature",
+    "open_repository",
+    "prepare_base",
+    "remove_worktrees",
+    "uncommitted_paths",
+    "working_state_tree",
+    "worktree_path",
+]
+
+INTEGRATION = "integration"
+"""The reserved worker name of the integration worktree."""
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
+_SEP = "+"  # in Git's worktree names; never part of a session id or worker name
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not _NAME.fullmatch(name) or name.endswith((".lock", ".")) or ".." in name:
+        raise InvalidName(
+            f"{kind} {name!r} cannot name a branch: use 1-64 letters, digits, '.', '_' or '-', "
+            "not starting with '.' or '-'"
+        )
+
+
+def branch_name(session_id: str, worker: str) -> str:
+    """The branch of a worker: ``musec/<session>/<worker>``.
+
+    Raises:
+        InvalidName: the session id or worker name cannot be part of a branch name.
+    """
+    _check_name("session id", session_id)
+    _check_name("worker name", worker)
+    return f"musec/{session_id}/{worker}"
+
+
+def worktree_path(state_dir: Path | str, session_id: str, worker: str) -> Path:
+    """Where a worker's worktree lives: ``state_dir/worktrees/<session>/<worker>``."""
+    branch_name(session_id, worker)
+    return Path(state_dir) / "worktrees" / session_id / worker
+
+
+def _git_name(session_id: str, worker: str) -> str:
+    return f"musec{_SEP}{session_id}{_SEP}{worker}"
+
+
+def open_repository(path: Path | str) -> pygit2.Repository:
+    """The repository holding ``path`` (a working tree, a worktree whose ``.git`` is a file,
+    or any folder inside one).
+
+    Raises:
+        NotARepository: no repository holds ``path``.
+    """
+    found = pygit2.discover_repository(str(path))
+    if found is None:
+        raise NotARepository(f"{path} is not inside a Git repository")
+    return pygit2.Repository(found)
+
+
+def default_signature(repo: pygit2.Repository) -> pygit2.Signature:
+    """The committer configured for ``repo`` (``user.name``/``user.email``), else musec's."""
+    try:
+        return repo.default_signature
+    except (KeyError, pygit2.GitError):
+        return pygit2.Signature("musec", "musec@localhost")
+
+
+def _head_commit(repo: pygit2.Repository) -> pygit2.Commit:
+    if repo.head_is_unborn:
+        raise UnbornHead(f"{repo.workdir} has no commit yet; commit something before fanning out")
+    return repo.head.peel(pygit2.Commit)
+
+
+def _refuse_busy(repo: pygit2.Repository) -> None:
+    state = repo.state()
+    if state != RepositoryState.NONE:
+        raise RepositoryBusy(
+            f"a {state.name.lower().replace('_', ' ')} is in progress in {repo.workdir}; "
+            "finish or abort it first"
+        )
+    if repo.index.conflicts is not None:
+        raise RepositoryBusy(f"the index of {repo.workdir} holds unresolved conflicts")
+
+
+def uncommitted_paths(path: Path | str) -> tuple[str, ...]:
+    """The paths of a working tree that differ from its HEAD: staged, unstaged and untracked
+    (ignored files do not count). Reads only; the index file is not refreshed.
+
+    Raises:
+        NotARepository: ``path`` is not in a repository.
+    """
+    repo = open_repository(path)
+    status = repo.status(untracked_files="all", ignored=False)
+    return tuple(sorted(p for p, flags in status.items() if flags & ~FileStatus.IGNORED))
+
+
+def working_state_tree(repo: pygit2.Repository) -> pygit2.Oid:
+    """The tree of what is on disk in ``repo``'s working tree, as ``git add -A`` would stage it
+    (tracked files as they are now, deletions, untracked files; ignored files left out).
+
+    The tree objects are written to the object database; the index file is not touched: the
+    staging happens in a fresh in-memory copy of the index, dropped afterwards.
+    """
+    private = pygit2.Repository(repo.path)  # its own index object, never written
+    index = private.index
+    index.read(force=True)
+    index.add_all()
+    return index.write_tree()
+
+
+@dataclass(frozen=True)
+class BaseCommit:
+    """The commit every worker of a fan-out starts from.
+
+    Attributes:
+        commit: its id (hex).
+        head: the person's HEAD commit when it was taken (hex).
+        branch: the person's branch (short name), ``None`` when HEAD was detached.
+        snapshot: whether ``commit`` is a snapshot of uncommitted changes made on ``head``.
+        dirty_paths: the paths that were uncommitted (empty unless ``snapshot``).
+        ref: the ref keeping it reachable (``refs/musec/<session>/base``).
+    """
+
+    commit: str
+    head: str
+    branch: str | None
+    snapshot: bool
+    dirty_paths: tuple[str, ...]
+    ref: str
+
+    @property
+    def note(self) -> str:
+        """A line for the person about what the workers start from."""
+        if not self.snapshot:
+            return f"workers start from {self.head[:12]} ({self.branch or 'detached HEAD'})"
+        return (
+            f"workers start from a snapshot {self.commit[:12]} of {len(self.dirty_paths)} "
+            f"uncommitted path(s) on top of {self.head[:12]}; your working tree is untouched"
+        )
+
+
+def prepare_base(
+    repo_path: Path | str,
+    session_id: str,
+    *,
+    dirty: Literal["snapshot", "refuse"] = "snapshot",
+    signature: pygit2.Signature | None = None,
+) -> BaseCommit:
+    """Fix the base commit of a fan-out: HEAD, or a snapshot of the uncommitted changes.
+
+    A clean working tree gives HEAD. A dirty one (staged, unstaged or untracked changes;
+    ignored files do not count) is refused, or snapshotted into a commit whose parent is
+    HEAD and whose tree is the working tree as ``git add -A`` would stage it, made as
+    ``git stash create`` makes its commit: without touching the working tree, the index
+    file or any ref but ``refs/musec/<session>/base``. Unlike a stash it is a plain
+    one-parent commit, so the workers' branches and the integrated result descend from it
+    and ``apply`` can fast-forward onto it.
+
+    Args:
+        repo_path: the person's working tree (or a folder inside it).
+        session_id: the fan-out's session; names ``refs/musec/<session>/base``.
+        dirty: ``"snapshot"`` or ``"refuse"`` for a dirty working tree.
+        signature: author and committer of a snapshot; default ``default_signature``.
+
+    Returns:
+        The base commit.
+
+    Raises:
+        NotARepository: ``repo_path`` is in no repository.
+        UnbornHead: the repository has no commit.
+        RepositoryBusy: a merge, rebase or the like is in progress.
+        WorktreeDirty: the working tree is dirty and ``dirty="refuse"``; lists the paths.
+        InvalidName: ``session_id`` cannot name a ref.
+    """
+    _check_name("session id", session_id)
+    if dirty not in ("snapshot", "refuse"):
+        raise ValueError(f"dirty must be 'snapshot' or 'refuse', not {dirty!r}")
+    repo = open_repository(repo_path)
+    head = _head_commit(repo)
+    _refuse_busy(repo)
+    branch = None if repo.head_is_detached else repo.head.shorthand
+    paths = uncommitted_paths(repo.workdir)
+    ref = f"refs/musec/{session_id}/base"
+    if not paths:
+        repo.references.create(ref, head.id, force=True)
+        return BaseCommit(str(head.id), str(head.id), branch, False, (), ref)
+    if dirty == "refuse":
+        raise WorktreeDirty(
+            f"the working tree has {len(paths)} uncommitted change(s); commit or stash them, "
+            f"or let musec snapshot them:\n{list_paths(paths)}",
+            paths,
+        )
+    tree = working_state_tree(repo)
+    sig = signature or default_signature(repo)
+    message = (
+        f"musec: snapshot of uncommitted changes on {branch or 'detached HEAD'}\n\n"
+        f"Session {session_id}. Paths:\n{list_paths(paths, limit=200)}\n"
+    )
+    commit = repo.create_commit(None, sig, sig, message, tree, [head.id])
+    repo.references.create(ref, commit, force=True)
+    return BaseCommit(str(commit), str(head.id), branch, True, paths, ref)
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A worker's worktree.
+
+    Attributes:
+        session_id: the session.
+        worker: the worker's name (``INTEGRATION`` for the integration worktree).
+        path: its working tree.
+        branch: its branch (short name, ``musec/<session>/<worker>``).
+        base: the base commit it started from (hex).
+        resumed: whether it existed already and was reused.
+    """
+
+    session_id: str
+    worker: str
+    path: Path
+    branch: str
+    base: str
+    resumed: bool = False
+
+
+def _submodule_paths(repo: pygit2.Repository, tree: pygit2.Tree) -> list[str]:
+    if ".gitmodules" not in tree:
+        return []
+    blob = repo[tree[".gitmodules"].id]
+    text = blob.data.decode("utf-8", errors="replace")
+    return re.findall(r"^\s*path\s*=\s*(.+?)\s*$", text, flags=re.MULTILINE) or [".gitmodules"]
+
+
+def _prune_stale(repo: pygit2.Repository, prefix: str = f"musec{_SEP}") -> list[str]:
+    """Prune the metadata of musec worktrees whose folder is gone; returns their names."""
+    pruned = []
+    for name in repo.list_worktrees():
+        if not name.startswith(prefix):
+            continue
+        wt = repo.lookup_worktree(name)
+        if not Path(wt.path).exists() and wt.is_prunable:
+            wt.prune(False)  # prune(True) would also delete the working tree
+            pruned.append(name)
+    return pruned
+
+
+def create_worktree(
+    repo_path: Path | str,
+    state_dir: Path | str,
+    session_id: str,
+    worker: str,
+    base: BaseCommit | str,
+    *,
+    _reserved_ok: bool = False,
+) -> Worktree:
+    """Create (or find again) a worker's worktree on branch ``musec/<session>/<worker>``.
+
+    The branch is created at ``base``; an existing branch is kept when it descends from
+    ``base`` (a worker resumed after a restart keeps its commits). An existing, registered
+    worktree at the expected path is returned as is (``resumed=True``). Stale metadata of
+    musec worktrees whose folders are gone is pruned first. Works when ``repo_path`` is
+    itself a worktree (its ``.git`` a file): the new worktree joins the same repository.
+
+    Args:
+        repo_path: the person's working tree.
+        state_dir: musec's state directory; worktrees go under ``state_dir/worktrees``.
+        session_id: the session.
+        worker: the worker's name (``"integration"`` is reserved).
+        base: the base commit, or its id.
+
+    Returns:
+        The worktree.
+
+    Raises:
+        InvalidName: the session id or worker name cannot name a branch, or is reserved.
+        NotARepository: ``repo_path`` is in no repository.
+        SubmodulesUnsupported: the base commit holds submodules.
+        BranchExists: the branch exists and does not descend from ``base``.
+        WorktreeError: libgit2 failed to create or check out the worktree.
+    """
+    branch = branch_name(session_id, worker)
+    if worker == INTEGRATION and not _reserved_ok:
+        raise InvalidName(f"worker name {INTEGRATION!r} is reserved for the integration worktree")
+    repo = open_repository(repo_path)
+    base_id = base.commit if isinstance(base, BaseCommit) else str(base)
+    base_commit = repo.get(base_id)
+    if not isinstance(base_commit, pygit2.Commit):
+        raise WorktreeError(f"base {base_id} is not a commit of {repo.path}")
+    modules = _submodule_paths(repo, base_commit.tree)
+    if modules:
+        raise SubmodulesUnsupported(
+            "the base commit holds submodules, which musec workers cannot use yet; "
+            f"run the task without fan-out:\n{list_paths(modules)}",
+            modules,
+        )
+    path = worktree_path(state_dir, session_id, worker).absolute()
+    name = _git_name(session_id, worker)
+    _prune_stale(repo)
+    if name in repo.list_worktrees():
+        wt = repo.lookup_worktree(name)
+        if Path(wt.path).resolve() == path.resolve():
+            return Worktree(session_id, worker, path, branch, base_id, resumed=True)
+        raise WorktreeError(f"Git worktree {name} exists at {wt.path}, not at {path}")
+    if path.exists():
+        raise WorktreeError(f"{path} exists but is not a registered worktree; remove it first")
+    ref = repo.branches.local.get(branch)
+    if ref is None:
+        ref = repo.branches.local.create(branch, base_commit)
+    else:
+        tip = ref.target
+        if tip != base_commit.id and not repo.descendant_of(tip, base_commit.id):
+            raise BranchExists(
+                f"branch {branch} exists and does not descend from the base {base_id[:12]}; "
+                "remove the session's worktrees first"
+            )
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        repo.add_worktree(name, str(path), ref)
+    except (pygit2.GitError, OSError) as exc:
+        raise WorktreeError(f"could not create the worktree {path}: {exc}") from exc
+    return Worktree(session_id, worker, path, branch, base_id)
+
+
+def commit_all(
+    worktree: Worktree | Path | str,
+    message: str,
+    *,
+    signature: pygit2.Signature | None = None,
+) -> str | None:
+    """Commit everything in a worktree (as ``git add -A && git commit``) on its branch.
+
+    Args:
+        worktree: the worktree, or its path.
+        message: the commit message.
+        signature: author and committer; default ``default_signature``.
+
+    Returns:
+        The new commit's id (hex), or ``None`` when nothing changed.
+
+    Raises:
+        NotARepository: the path is in no repository.
+        RepositoryBusy: a merge or the like is in progress in the worktree.
+    """
+    path = worktree.path if isinstance(worktree, Worktree) else Path(worktree)
+    repo = open_repository(path)
+    _refuse_busy(repo)
+    index = repo.index
+    index.add_all()
+    index.write()
+    tree = index.write_tree()
+    head = _head_commit(repo)
+    if tree == head.tree.id:
+        return None
+    sig = signature or default_signature(repo)
+    return str(repo.create_commit("HEAD", sig, sig, message, tree, [head.id]))
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What ``remove_worktrees`` did.
+
+    Attributes:
+        removed: the workers whose worktree (and branch) were removed.
+        kept: ``(worker, reason)`` for each worktree left in place.
+        pruned: Git worktree names whose stale metadata was pruned.
+    """
+
+    removed: tuple[str, ...]
+    kept: tuple[tuple[str, str], ...]
+    pruned: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        """Lines for the person: what was kept and why."""
+        return "\n".join(f"kept worktree of {w}: {why}" for w, why in self.kept)
+
+
+def remove_worktrees(
+    repo_path: Path | str,
+    state_dir: Path | str,
+    session_id: str,
+    *,
+    force: bool = False,
+) -> Removal:
+    """Remove a session's worktrees, their branches and ``refs/musec/<session>/*``.
+
+    A worker worktree holding uncommitted work (staged, unstaged or untracked, not
+    ignored) is kept, with its branch, and reported in ``kept`` unless ``force``; the
+    integration worktree holds only what ``integrate`` made and is always removable.
+    Stale metadata of musec worktrees whose folders are gone is pruned (the person's own
+    worktrees are never pruned). ``refs/musec/<session>/*`` go only when nothing was kept.
+
+    Args:
+        repo_path: the person's working tree.
+        state_dir: musec's state directory.
+        session_id: the session.
+        force: remove worktrees even when they hold uncommitted work.
+
+    Returns:
+        What was removed, kept and pruned.
+
+    Raises:
+        InvalidName: ``session_id`` cannot name a branch.
+        NotARepository: ``repo_path`` is in no repository.
+        WorktreeError: a worktree folder could not be deleted.
+    """
+    _check_name("session id", session_id)
+    repo = open_repository(repo_path)
+    prefix = _git_name(session_id, "")
+    session_dir = Path(state_dir) / "worktrees" / session_id
+    removed, kept = [], []
+    workers = {n[len(prefix):] for n in repo.list_worktrees() if n.startswith(prefix)}
+    workers |= {b.split("/", 2)[2] for b in repo.branches.local if b.startswith(f"musec/{session_id}/")}
+    for worker in sorted(workers):
+        name = _git_name(session_id, worker)
+        wt = repo.lookup_worktree(name) if name in repo.list_worktrees() else None
+        path = Path(wt.path) if wt is not None else None
+        if path is not None and path.exists():
+            if worker != INTEGRATION and not force:
+                try:
+                    dirty = uncommitted_paths(path)
+                except NotARepository:
+                    dirty = ("(not a repository any more)",)
+                if dirty:
+                    kept.append((worker, f"{len(dirty)} uncommitted path(s) in {path}: "
+                                 + ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")))
+                    continue
+            try:
+                shutil.rmtree(path)
+            except OSError as exc:
+                raise WorktreeError(f"could not delete the worktree {path}: {exc}") from exc
+        if wt is not None and wt.is_prunable:
+            wt.prune(False)
+        ref = repo.branches.local.get(f"musec/{session_id}/{worker}")
+        if ref is not None:
+            ref.delete()
+        removed.append(worker)
+    if not kept:
+        for ref in list(repo.references):
+            if ref.startswith(f"refs/musec/{session_id}/"):
+                repo.references.delete(ref)
+        if session_dir.is_dir() and not any(session_dir.iterdir()):
+            os.rmdir(session_dir)
+    pruned = _prune_stale(repo)
+    return Removal(tuple(removed), tuple(kept), tuple(pruned))
