@@ -46,7 +46,9 @@ class ToolCallBlock(msgspec.Struct, frozen=True, tag="tool_call", tag_field="typ
     ``id`` is the provider's id (``toolu_...``, ``call_...``) kept byte-exact; the tool
     result that answers it carries the same id. ``input`` is the parsed JSON object.
     ``input_error`` is set when the streamed arguments did not parse as a JSON object:
-    such a call is never run, and the model is told why.
+    such a call is never run, and the model is told why. ``raw_input`` is the argument
+    text exactly as streamed, for APIs that take arguments as a string (OpenAI), so they
+    get it back byte-exact; ``None`` when the API sent a parsed object.
     """
 
     id: str
@@ -54,6 +56,7 @@ class ToolCallBlock(msgspec.Struct, frozen=True, tag="tool_call", tag_field="typ
     input: dict[str, Any]
     input_error: str | None = None
     provider_item_id: str | None = None
+    raw_input: str | None = None
 
 
 class ToolResultBlock(msgspec.Struct, frozen=True, tag="tool_result", tag_field="type"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class AgentError(Exception):
     """Base of every error raised by ``musec.agents``."""
@@ -30,6 +32,21 @@ class ProviderOverloaded(ProviderError):
     retryable = True
 
 
+class QuotaExhausted(ProviderError):
+    """The account's quota is used up (OpenAI ``insufficient_quota``, an Anthropic spend
+    or plan usage limit): waiting seconds cannot help, so it is never retried.
+
+    ``resets_at`` is when the provider said the quota resets (UTC), or ``None`` when it
+    did not say; the message says the same in words.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, resets_at: datetime | None = None
+    ):
+        super().__init__(message, status=status)
+        self.resets_at = resets_at
+
+
 class ProviderAuthError(ProviderError):
     """The API key is missing or refused (HTTP 401/403)."""
 
@@ -48,3 +65,7 @@ class UnknownModel(AgentError):
 
 class ScriptError(AgentError):
     """A scripted model's script is invalid or drifted from reality (``expect_result``)."""
+
+
+class CatalogError(AgentError):
+    """The model catalog (the shipped default or the user's ``models.toml``) is invalid."""

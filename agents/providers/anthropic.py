@@ -45,6 +45,7 @@ from musec.agents.errors import (
 )
 
 from .base import OnDelta, TextDelta
+from .quota import quota_error
 from .retry import OnRetry, RetryPolicy, with_retries
 from .sse import DEFAULT_TIMEOUT, SSEEvent, post_sse
 
@@ -143,6 +144,9 @@ def _stream_error(data: dict[str, Any], request_id: str | None) -> ProviderError
     message = f"anthropic stream error {kind}: {str(error.get('message', ''))[:500]}"
     if request_id:
         message += f" (request-id {request_id})"
+    quota = quota_error("anthropic", None, {}, error, request_id=request_id)
+    if quota is not None:
+        return quota
     if kind in ("overloaded_error", "api_error", "rate_limit_error", "timeout_error"):
         return ProviderOverloaded(message)
     if kind in ("authentication_error", "permission_error"):

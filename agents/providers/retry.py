@@ -24,9 +24,17 @@ from typing import TypeVar
 import anyio
 from musec.agents.errors import ProviderError
 
-__all__ = ["OnRetry", "RetryNotice", "RetryPolicy", "parse_retry_after", "with_retries"]
+__all__ = [
+    "OnRetry",
+    "RetryNotice",
+    "RetryPolicy",
+    "parse_retry_after",
+    "stream_with_retries",
+    "with_retries",
+]
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,33 @@ async def with_retries(
                 await result
         await anyio.sleep(delay)
         number += 1
+
+
+async def stream_with_retries(
+    stream_once: Callable[[Callable[[D], Awaitable[None]]], Awaitable[T]],
+    on_delta: Callable[[D], Awaitable[None]],
+    policy: RetryPolicy,
+    on_retry: OnRetry | None = None,
+) -> T:
+    """``with_retries`` for a streaming call: counts what each attempt streamed.
+
+    ``stream_once(counted_on_delta)`` makes one attempt, passing each delta (anything
+    with a ``text``) to the callback it is given; the characters streamed by a failed
+    attempt are reported as ``RetryNotice.discarded_output_chars``.
+    """
+    streamed = 0
+
+    async def counted(delta: D) -> None:
+        nonlocal streamed
+        streamed += len(getattr(delta, "text", ""))
+        await on_delta(delta)
+
+    async def attempt() -> T:
+        nonlocal streamed
+        streamed = 0
+        return await stream_once(counted)
+
+    return await with_retries(attempt, policy, on_retry, streamed_chars=lambda: streamed)
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now_s: float | None = None) -> float | None:

@@ -26,9 +26,13 @@ from musec.agents.errors import (
     ProviderUnreachable,
 )
 
+from .quota import quota_error
 from .retry import parse_retry_after
 
-__all__ = ["DEFAULT_TIMEOUT", "SSEEvent", "error_from_response", "post_sse"]
+__all__ = ["DEFAULT_TIMEOUT", "DONE", "SSEEvent", "error_from_response", "post_sse"]
+
+#: ``SSEEvent.event`` of the Chat Completions end-of-stream sentinel ``data: [DONE]``.
+DONE = "[DONE]"
 
 #: Per-phase deadlines for a model call. ``read`` is the idle-stream timeout: the longest
 #: silence (no bytes, not even a ``ping``) tolerated while an answer streams.
@@ -53,14 +57,19 @@ def _truncate(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _error_detail(body: bytes) -> str:
-    """``type: message`` from an Anthropic/OpenAI error body, else the raw text."""
+def _error_object(body: bytes) -> dict[str, Any] | None:
+    """The ``error`` object of an Anthropic/OpenAI JSON error body, if it has one."""
     try:
         parsed = _json.decode(body)
     except msgspec.DecodeError:
-        return _truncate(body.decode("utf-8", "replace").strip())
+        return None
     error = parsed.get("error") if isinstance(parsed, dict) else None
-    if isinstance(error, dict):
+    return error if isinstance(error, dict) else None
+
+
+def _error_detail(body: bytes, error: dict[str, Any] | None) -> str:
+    """``type: message`` from the API's error object, else the raw text."""
+    if error is not None:
         kind = error.get("type") or error.get("code") or "error"
         return _truncate(f"{kind}: {error.get('message', '')}")
     return _truncate(body.decode("utf-8", "replace").strip())
@@ -71,13 +80,19 @@ def error_from_response(
 ) -> ProviderError:
     """Map an HTTP error response to the ``ProviderError`` named by its condition.
 
-    401/403 -> ``ProviderAuthError``; 400/404/413/422 -> ``ProviderBadRequest``;
+    An exhausted quota (``quota.quota_error``: OpenAI ``insufficient_quota``, an
+    Anthropic spend or plan limit) -> ``QuotaExhausted``, never retried, whatever the
+    status; otherwise 401/403 -> ``ProviderAuthError``; 400/404/413/422 -> ``ProviderBadRequest``;
     408/409/429/5xx (529 included) -> ``ProviderOverloaded`` carrying the server's
     ``retry-after`` in ``retry_after_s``; any other status -> ``ProviderError``.
     The message holds the status, the API's error type and message, and the request id.
     """
     request_id = headers.get("request-id") or headers.get("x-request-id")
-    message = f"{provider} HTTP {status}: {_error_detail(body)}"
+    error = _error_object(body)
+    quota = quota_error(provider, status, headers, error, request_id=request_id)
+    if quota is not None:
+        return quota
+    message = f"{provider} HTTP {status}: {_error_detail(body, error)}"
     if request_id:
         message += f" (request-id {request_id})"
     if status in (401, 403):
@@ -124,12 +139,18 @@ class SSEStream:
     async def __aiter__(self) -> AsyncIterator[SSEEvent]:
         """Yield each event with non-empty ``data`` (comments and keep-alives are skipped).
 
+        ``data: [DONE]`` (Chat Completions' end of stream) is yielded as an event named
+        ``DONE`` with empty data.
+
         Raises:
             ProviderError: an event's data is not a JSON object.
         """
         async with aclosing(self._source.aiter_sse()) as events:
             async for sse in events:
                 if not sse.data:
+                    continue
+                if sse.data == DONE:
+                    yield SSEEvent(event=DONE, data={})
                     continue
                 try:
                     data = _json.decode(sse.data)
