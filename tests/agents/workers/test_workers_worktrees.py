@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import SID, SIG, commit_files, git, hash_working_copy, make_repo, write_files
+from conftest import SID, SIG, git, hash_working_copy, make_repo, write_files
 from musec.agents.workers import (
     BranchExists,
     InvalidName,
