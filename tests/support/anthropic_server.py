@@ -282,11 +282,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         headers = {k.lower(): v for k, v in self.headers.items()}
         answer, number = owner._take(RecordedRequest("POST", self.path, headers, body, raw_body))
-        if self.path != "/v1/messages":
+        if self.path.partition("?")[0] not in owner.routes:
             answer = error_response(404, "not_found_error", f"no route {self.path}")
         elif answer is None:
             answer = error_response(
-                400, "invalid_request_error", "anthropic_server: no answer queued"
+                400, "invalid_request_error", f"{type(owner).__name__}: no answer queued"
             )
         self._send(answer, number)
 
@@ -298,7 +298,7 @@ class _Handler(BaseHTTPRequestHandler):
             "HTTP/1.1 200 OK\r\n"
             "content-type: text/event-stream; charset=utf-8\r\n"
             "cache-control: no-cache\r\n"
-            f"request-id: req_local_{number:06d}\r\n"
+            f"{self.server.owner.request_id_header}: req_local_{number:06d}\r\n"
             "transfer-encoding: chunked\r\n\r\n"
         )
         self.wfile.write(head.encode())
@@ -324,7 +324,14 @@ class _Server(ThreadingHTTPServer):
 
 
 class AnthropicServer:
-    """The server; see the module docstring. Use it as a context manager."""
+    """The server; see the module docstring. Use it as a context manager.
+
+    Subclasses serve other APIs by changing ``routes`` (the paths answered; the query
+    string is ignored) and ``request_id_header``.
+    """
+
+    routes: tuple[str, ...] = ("/v1/messages",)
+    request_id_header = "request-id"
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []

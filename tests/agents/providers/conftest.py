@@ -15,11 +15,15 @@ if _REPO_ROOT not in sys.path:  # so `tests.support` imports under any pytest im
 
 from musec.agents.providers import RetryPolicy, make_provider  # noqa: E402
 from musec.agents.providers.anthropic import AnthropicProvider  # noqa: E402
+from musec.agents.providers.openai_chat import OpenAIChatProvider  # noqa: E402
+from musec.agents.providers.openai_responses import OpenAIResponsesProvider  # noqa: E402
 
 from tests.support.anthropic_server import AnthropicServer  # noqa: E402
+from tests.support.openai_server import OpenAIServer  # noqa: E402
 
 #: Never a real key; tests assert it never shows up in messages or reprs.
 API_KEY = "sk-ant-test-0123456789-SECRET"
+OPENAI_KEY = "sk-proj-test-9876543210-SECRET"
 
 #: Retries in milliseconds, so the retry tests stay fast.
 FAST_RETRIES = RetryPolicy(
@@ -58,6 +62,40 @@ def provider(server: AnthropicServer, http_client: httpx.AsyncClient) -> Anthrop
         retry_policy=FAST_RETRIES,
     )
     assert isinstance(made, AnthropicProvider)
+    return made
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def responses_provider(
+    openai_server: OpenAIServer, http_client: httpx.AsyncClient
+) -> OpenAIResponsesProvider:
+    made = make_provider(
+        "openai/gpt-test",
+        {"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": openai_server.base_url},
+        http_client=http_client,
+        retry_policy=FAST_RETRIES,
+    )
+    assert isinstance(made, OpenAIResponsesProvider)
+    return made
+
+
+@pytest.fixture
+def chat_provider(
+    openai_server: OpenAIServer, http_client: httpx.AsyncClient
+) -> OpenAIChatProvider:
+    made = make_provider(
+        "openai-compat/local-model",
+        {"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": openai_server.base_url},
+        http_client=http_client,
+        retry_policy=FAST_RETRIES,
+    )
+    assert isinstance(made, OpenAIChatProvider)
     return made
 
 
