@@ -20,10 +20,12 @@ import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from . import protocol as p
+from .errors import BadRequest
 from .eventlog import EventLog
 
 log = structlog.get_logger("musec.session")
 SUBSCRIBER_BUFFER = 512
+INPUT_BUFFER = 64
 
 
 class Subscriber:
@@ -65,7 +67,7 @@ class Session:
         self.agent: Any = None  # agents.loop.Agent, set by the daemon
         self.status = "running"
         self.ended = anyio.Event()
-        self._inputs_send, self._inputs = anyio.create_memory_object_stream[tuple[str, str]](16)
+        self._inputs_send, self._inputs = anyio.create_memory_object_stream[tuple[str, str]](INPUT_BUFFER)
         self.seen_client_msg_ids: set[str] = set()
         self._turn_scope: anyio.CancelScope | None = None
         self._scope: anyio.CancelScope | None = None
@@ -150,7 +152,12 @@ class Session:
             if client_msg_id in self.seen_client_msg_ids:
                 return False
             self.seen_client_msg_ids.add(client_msg_id)
-        self._inputs_send.send_nowait((text, client_msg_id))
+        try:
+            self._inputs_send.send_nowait((text, client_msg_id))
+        except anyio.WouldBlock:
+            raise BadRequest(f"{INPUT_BUFFER} messages are already queued for this session; wait for the agent") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise BadRequest("the session is ending; start or resume another") from None
         return True
 
     def restore(self, events: list[dict[str, Any]]) -> None:
