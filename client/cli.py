@@ -142,6 +142,13 @@ def credentials() -> dict[str, str]:
     return {k: os.environ[k] for k in p.CREDENTIAL_VARS if os.environ.get(k)}
 
 
+def secret_values() -> list[str]:
+    """Values of this environment's ``*_KEY``, ``*_TOKEN``, ``*_SECRET`` and ``*PASSWORD*``
+    variables: the daemon redacts them from everything it writes (DESIGN §5 rule 6)."""
+    markers = ("_KEY", "_TOKEN", "_SECRET", "PASSWORD")
+    return sorted({v for k, v in os.environ.items() if len(v) >= 8 and any(m in k.upper() for m in markers)})
+
+
 def resolve_model(model: str | None) -> str:
     model = model or os.environ.get("MUSEC_MODEL") or DEFAULT_MODEL
     if model.startswith("scripted:"):
@@ -166,7 +173,7 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
     return p.StartSession(
         id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
         task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
-        interactive=interactive, end_when_idle=not interactive, sandbox=args.sandbox,
+        interactive=interactive, end_when_idle=not interactive, sandbox=args.sandbox, redact=secret_values(),
     )
 
 
@@ -185,7 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             id=conn.next_id(), session_id=args.resume or "",
             workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
             credentials=credentials(), interactive=False, end_when_idle=True,
-            approval=args.approval or "", max_turns=args.max_turns or 0,
+            approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(),
         )
         return follow_run(conn, resume, args.output_format)
     if not task.strip():
@@ -322,11 +329,17 @@ def cmd_log(args: argparse.Namespace) -> int:
     except RequestFailed as exc:
         print(f"musec: {exc}", file=sys.stderr)
         return request_error_code(exc)
-    for line in r.lines:
+    for n, line in enumerate(r.lines):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            print(f"musec: seq {n} is damaged; the log is shown up to it (check it with `musec log verify {r.session_id}`)",
+                  file=sys.stderr)
+            return exitcodes.GOAL_UNMET
         if args.json:
             sys.stdout.write(line.decode() + "\n")
         else:
-            print(log_line_summary(json.loads(line)))
+            print(log_line_summary(event))
     return exitcodes.OK
 
 

@@ -68,6 +68,7 @@ class StartSession(_Msg, tag="start_session"):
     end_when_idle: bool = True
     sandbox: str = "bwrap"
     title: str = ""
+    redact: list[str] = []
 
 
 class ResumeSession(_Msg, tag="resume_session"):
@@ -89,6 +90,7 @@ class ResumeSession(_Msg, tag="resume_session"):
     approval: str = ""
     max_turns: int = 0
     backlog: bool = False
+    redact: list[str] = []
 
 
 class Replay(_Msg, tag="replay"):

@@ -69,7 +69,7 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
         raise BadRequest(f"session {sid} is live in this daemon; join it with `musec attach {sid}`")
     path = daemon.log_path(sid)
     credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
-    secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")]
+    secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")] + list(req.redact)
     elog, report = EventLog.open(path, secrets=secrets_)
     try:
         events = read_events(path)

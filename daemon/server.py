@@ -162,7 +162,7 @@ class Daemon:
         if not workspace.is_dir():
             raise BadRequest(f"workspace {req.workspace} is not a directory")
         credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
-        secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")]
+        secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")] + list(req.redact)
         session_id = new_session_id()
         elog = EventLog.create(self.log_path(session_id), secrets=secrets_)
         session = Session(session_id, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
