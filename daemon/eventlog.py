@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,11 +142,11 @@ class EventLog:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
         _lock(fd, path)  # closes fd itself when the log is held
         try:
-            data = _read_all(fd)
             report = OpenReport(events=0)
-            cut = data.rfind(b"\n") + 1
-            if cut < len(data):
-                torn = data[cut:]
+            cut = _last_newline_end(fd)
+            size = os.fstat(fd).st_size
+            if cut < size:
+                torn = os.pread(fd, size - cut, cut)
                 torn_path = path.with_name(path.name + ".torn")
                 with open(torn_path, "ab") as f:
                     f.write(torn + b"\n")
@@ -154,8 +155,8 @@ class EventLog:
                 os.ftruncate(fd, cut)
                 os.fsync(fd)
                 report.torn_bytes, report.torn_path = len(torn), str(torn_path)
-                data = data[:cut]
-            check = verify_bytes(data)
+            with open(path, "rb", buffering=1 << 20) as f:
+                check = verify_lines(f)
             if check.problems:
                 raise LogCorrupt(f"{path.name}: {check.problems[0]}; open it read-only with `musec log`")
             report.events = check.events
@@ -237,14 +238,6 @@ def _lock(fd: int, path: Path) -> None:
         raise SessionLocked(f"{path.name} is held by another musec daemon") from exc
 
 
-def _read_all(fd: int) -> bytes:
-    os.lseek(fd, 0, os.SEEK_SET)
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 # --- reading and verifying ------------------------------------------------------------
 
 
@@ -262,42 +255,96 @@ class VerifyReport:
         return not self.problems and not self.torn_bytes
 
 
-def verify_bytes(data: bytes) -> VerifyReport:
-    """Check the hash chain and the ``seq`` sequence of a log's bytes.
+def verify_lines(lines: Iterable[bytes]) -> VerifyReport:
+    """Check the hash chain and the ``seq`` sequence of a log, line by line.
 
-    A last line without its newline is counted in ``torn_bytes``, not as a problem.
-    Checking stops at the first damaged line, whose ``seq`` (the expected one) is named.
+    ``lines`` are the file's lines with their newlines (iterating a binary file gives
+    them), so memory stays flat however long the log. A last line without its newline
+    is counted in ``torn_bytes``, not as a problem. Checking stops at the first damaged
+    line, whose ``seq`` (the expected one) is named. A line whose hash checks is the line
+    that was written, so only its ``seq`` prefix is parsed.
     """
     report = VerifyReport()
-    cut = data.rfind(b"\n") + 1
-    report.torn_bytes = len(data) - cut
     prev_h = ""
-    for n, line in enumerate(data[:cut].split(b"\n")[:-1]):
+    n = 0
+    for raw in lines:
+        if not raw.endswith(b"\n"):
+            report.torn_bytes = len(raw)
+            break
+        line = raw[:-1]
         try:
             body, h = split_line(line)
-            seq = msgspec.json.decode(body).get("seq")
-        except (LogCorrupt, msgspec.DecodeError, AttributeError):
+        except LogCorrupt:
             report.problems.append(f"line {n + 1} (seq {n}) is damaged")
-            break
-        if seq != n:
-            report.problems.append(f"line {n + 1} has seq {seq}, expected {n}")
             break
         if chain_hash(prev_h, body) != h:
             report.problems.append(f"seq {n}: hash chain broken (the line or one before it was changed)")
             break
+        seq = _seq_prefix(body)
+        if seq != n:
+            report.problems.append(f"line {n + 1} has seq {seq}, expected {n}")
+            break
         prev_h = h
-        report.events = n + 1
+        n += 1
+        report.events = n
     report.last_h = prev_h
     return report
 
 
+def _seq_prefix(body: bytes) -> int | None:
+    if not body.startswith(b'{"seq":'):
+        return None
+    end = body.find(b",", 7)
+    try:
+        return int(body[7:end])
+    except ValueError:
+        return None
+
+
+def _last_newline_end(fd: int, chunk: int = 1 << 16) -> int:
+    """The offset just past the file's last newline (0 when it has none)."""
+    end = os.fstat(fd).st_size
+    while end > 0:
+        start = max(0, end - chunk)
+        data = os.pread(fd, end - start, start)
+        i = data.rfind(b"\n")
+        if i >= 0:
+            return start + i + 1
+        end = start
+    return 0
+
+
+def verify_bytes(data: bytes) -> VerifyReport:
+    """``verify_lines`` over a log held in memory."""
+    return verify_lines(io.BytesIO(data))
+
+
 def verify(path: Path) -> VerifyReport:
-    """Verify the log at ``path``; a 0-byte log is reported as a problem."""
-    data = path.read_bytes()
-    report = verify_bytes(data)
-    if not data:
+    """Verify the log at ``path``, streaming; a 0-byte log is reported as a problem."""
+    with open(path, "rb", buffering=1 << 20) as f:
+        report = verify_lines(f)
+    if path.stat().st_size == 0:
         report.problems.append("the log is empty (0 bytes): the session never started")
     return report
+
+
+def iter_events(path: Path) -> Iterator[dict[str, Any]]:
+    """The log's whole events as dicts, one at a time (memory stays flat).
+
+    Raises:
+        LogCorrupt: naming the seq of the first line that is not a JSON object.
+    """
+    with open(path, "rb", buffering=1 << 20) as f:
+        for n, raw in enumerate(f):
+            if not raw.endswith(b"\n"):
+                return
+            try:
+                event = msgspec.json.decode(raw)
+            except msgspec.DecodeError as exc:
+                raise LogCorrupt(f"{path.name}: seq {n} is damaged") from exc
+            if not isinstance(event, dict):
+                raise LogCorrupt(f"{path.name}: seq {n} is damaged")
+            yield event
 
 
 def read_lines(path: Path) -> list[bytes]:

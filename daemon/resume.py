@@ -9,44 +9,58 @@ response is simply made again; calls that never started are run.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import protocol as p
 from .errors import BadRequest, LogCorrupt
-from .eventlog import EventLog, read_events
+from .eventlog import EventLog, first_and_last, iter_events, read_events
 from .session import Session
 
 if TYPE_CHECKING:
     from .server import Daemon
 
 
-def interrupted_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``tool_started`` events with no ``tool_finished`` or ``tool_interrupted`` after them."""
-    open_calls: dict[str, dict[str, Any]] = {}
+@dataclass
+class ResumeState:
+    """What resuming needs from a log, gathered in one pass.
+
+    Attributes:
+        events: how many events were folded.
+        open_calls: ``tool_started`` events with no ``tool_finished``/``tool_interrupted``.
+        in_turn: the log stops inside a turn (a user message not followed by ``turn_ended``).
+    """
+
+    events: int = 0
+    open_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    in_turn: bool = False
+
+
+def fold_for_resume(events: Iterable[dict[str, Any]], appliers: list[Callable[[dict[str, Any]], None]]) -> ResumeState:
+    """One pass over a log's events: feed each to ``appliers`` and gather ``ResumeState``."""
+    state = ResumeState()
     for ev in events:
+        state.events += 1
         kind = ev.get("type")
         if kind == "tool_started":
-            open_calls[ev["call_id"]] = ev
+            state.open_calls[ev["call_id"]] = ev
         elif kind in ("tool_finished", "tool_interrupted"):
-            open_calls.pop(ev.get("call_id"), None)
-    return list(open_calls.values())
+            state.open_calls.pop(ev.get("call_id"), None)
+        elif kind == "user_message":
+            state.in_turn = True
+        elif kind == "turn_ended":
+            state.in_turn = False
+        for apply in appliers:
+            apply(ev)
+    return state
 
 
-def in_turn(events: list[dict[str, Any]]) -> bool:
-    """Whether the log stops inside a turn (a user message not followed by ``turn_ended``)."""
-    for ev in reversed(events):
-        if ev.get("type") == "turn_ended":
-            return False
-        if ev.get("type") == "user_message":
-            return True
-    return False
-
-
-def _started(events: list[dict[str, Any]], path: Path) -> dict[str, Any]:
-    if not events or events[0].get("type") != "session_started":
+def _started(first: dict[str, Any] | None, path: Path) -> dict[str, Any]:
+    if first is None or first.get("type") != "session_started":
         raise LogCorrupt(f"{path.name} does not begin with session_started; it cannot be resumed")
-    return events[0]
+    return first
 
 
 def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
@@ -72,8 +86,7 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
     secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")] + list(req.redact)
     elog, report = EventLog.open(path, secrets=secrets_)
     try:
-        events = read_events(path)
-        started = _started(events, path)
+        started = _started(first_and_last(path)[0], path)
         session = Session(sid, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
         session.resumed_at_seq = report.events
         start = p.StartSession(
@@ -88,19 +101,21 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
         elog.close()
         raise
     agent.system_prompt = started.get("system_prompt", agent.system_prompt)
-    for ev in events:
-        agent.history.apply(ev)
     session.agent = agent
-    session.restore(events)
+    try:
+        state = fold_for_resume(iter_events(path), [agent.history.apply, session.restore])
+    except BaseException:
+        elog.close()
+        raise
     if report.torn_bytes:
         session.record("log_repaired", torn_bytes=report.torn_bytes, torn_path=report.torn_path, sync=True)
-    cut = interrupted_calls(events)
+    cut = list(state.open_calls.values())
     for ev in cut:
         session.record("tool_interrupted", agent=ev.get("agent", "main"), call_id=ev["call_id"], tool=ev.get("tool"),
                        reason="the daemon stopped while it ran", sync=True)
     session.record("session_resumed", pid=os.getpid(), interrupted_calls=[e["call_id"] for e in cut],
                    approval=start.approval, sync=True)
-    return session, in_turn(events), [e["call_id"] for e in cut]
+    return session, state.in_turn, [e["call_id"] for e in cut]
 
 
 class _ReplayModel:
@@ -135,7 +150,7 @@ def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
         events = read_events(path)
     except LogCorrupt as exc:
         return p.ReplayResult(id=request_id, session_id=sid, ok=False, events=0, model_requests=0, turns=0, problems=[str(exc)])
-    started = _started(events, path)
+    started = _started(events[0] if events else None, path)
     agents: dict[str, Agent] = {}
 
     def agent_for(agent_id: str, ev: dict[str, Any]) -> Agent:

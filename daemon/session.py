@@ -35,6 +35,7 @@ class Subscriber:
         self.request_id = request_id
         self.send, self.receive = anyio.create_memory_object_stream[Any](SUBSCRIBER_BUFFER)
         self.last_seq = -1
+        self.since_seq = -1
         self.cut_off = False
 
 
@@ -98,8 +99,8 @@ class Session:
 
     def _broadcast(self, make: Callable[[Subscriber], Any], seq: int | None = None) -> None:
         for sub in list(self.subscribers):
-            if sub.cut_off:
-                continue
+            if sub.cut_off or (seq is not None and seq <= sub.since_seq):
+                continue  # a client attached with since_seq ahead of the log skips what it has
             try:
                 sub.send.send_nowait(make(sub))
                 if seq is not None:
@@ -131,6 +132,7 @@ class Session:
 
         backlog = [(n, line) for n, line in enumerate(read_lines(self.log.path)) if n > since_seq]
         sub = Subscriber(request_id)
+        sub.since_seq = since_seq
         sub.last_seq = backlog[-1][0] if backlog else since_seq
         self.subscribers.append(sub)
         return sub, backlog
@@ -160,13 +162,12 @@ class Session:
             raise BadRequest("the session is ending; start or resume another") from None
         return True
 
-    def restore(self, events: list[dict[str, Any]]) -> None:
-        """Rebuild counters and seen message ids from a log being resumed."""
-        for event in events:
-            if event.get("type") == "model_response":
-                self._count(event)
-            elif event.get("type") == "user_message" and event.get("client_msg_id"):
-                self.seen_client_msg_ids.add(event["client_msg_id"])
+    def restore(self, event: dict[str, Any]) -> None:
+        """Fold one event of a log being resumed into the counters and seen message ids."""
+        if event.get("type") == "model_response":
+            self._count(event)
+        elif event.get("type") == "user_message" and event.get("client_msg_id"):
+            self.seen_client_msg_ids.add(event["client_msg_id"])
 
     async def ask(self, agent_id: str, call: Any, tool: Any) -> tuple[str, str]:
         """Wait for the first client's answer to an approval (the agent loop's ``ask``)."""
