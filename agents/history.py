@@ -45,6 +45,7 @@ class History:
         self.turns_since_user = 0
         self.tokens_in = 0
         self.tokens_out = 0
+        self.cost_usd = 0.0
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one event (a decoded log line) into the history."""
@@ -68,6 +69,7 @@ class History:
             usage = event.get("usage") or {}
             self.tokens_in += int(usage.get("input_tokens", 0))
             self.tokens_out += int(usage.get("output_tokens", 0))
+            self.cost_usd += float(event.get("cost_usd", 0.0))
         elif kind == "tool_finished":
             self._user_block(ToolResultBlock(event["call_id"], event.get("content", ""), bool(event.get("is_error"))))
         elif kind == "tool_interrupted":

@@ -75,6 +75,8 @@ class Agent:
         system_prompt: the system prompt (stable, for prompt caching).
         store_blob: stores a large output, returns its sha256 hex.
         session_id: sent as the provider's cache key.
+        cost_of: the dollar cost of a response's ``Usage`` (the catalog's list price).
+        budget_usd: stop before a model call once this agent has spent this much (0: no cap).
     """
 
     def __init__(
@@ -92,6 +94,8 @@ class Agent:
         system_prompt: str,
         store_blob: Callable[[bytes], str],
         session_id: str = "",
+        cost_of: Callable[[Any], float] | None = None,
+        budget_usd: float = 0.0,
     ) -> None:
         self.agent_id = agent_id
         self.provider = provider
@@ -105,6 +109,8 @@ class Agent:
         self.system_prompt = system_prompt
         self._store_blob = store_blob
         self.session_id = session_id
+        self.cost_of = cost_of
+        self.budget_usd = budget_usd
         self.history = History(agent_id)
         self.always_allowed: set[str] = set()
 
@@ -134,6 +140,8 @@ class Agent:
                 continue
             if self.history.turns_since_user >= self.max_turns:
                 return Outcome("max_turns", message=f"stopped after {self.max_turns} model turns (--max-turns)")
+            if self.budget_usd and self.history.cost_usd >= self.budget_usd:
+                return Outcome("budget", message=f"stopped at ${self.history.cost_usd:.4f}, the --budget-usd cap is ${self.budget_usd:g}")
             request = self.build_request()
             self.record(
                 "model_request", provider=self.provider.name, model=self.provider.model,
@@ -155,6 +163,7 @@ class Agent:
                 provider=self.provider.name,
                 provider_ids=response.provider_ids,
                 latency_s=round(time.monotonic() - started, 3),
+                cost_usd=round(self.cost_of(response.usage), 8) if self.cost_of else 0.0,
             )
             if not response.tool_calls:
                 return Outcome("finished", result=response.text)

@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
     gc.add_argument("--dry-run", action="store_true")
 
+    models = sub.add_parser("models", help="the model catalog: ids, aliases, context, prices")
+    models.add_argument("--json", action="store_true")
+
     sub.add_parser("doctor", help="check the sandbox, socket, credentials, git and GPU")
     demo = sub.add_parser("demo", help="fix a bundled example's failing test with the scripted model")
     demo.add_argument("--keep", action="store_true", help="keep the example's copy")
@@ -114,6 +117,8 @@ def dispatch(args: argparse.Namespace) -> int:
             return cmd_replay(args)
         case "gc":
             return cmd_gc(args)
+        case "models":
+            return cmd_models(args)
         case "daemon":
             from .service import cmd_daemon
 
@@ -199,7 +204,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError('give the task: musec run "fix the failing test"')
     conn = connect()
     req = start_request(conn, args, task, interactive=False)
+    if args.budget_usd is not None:
+        if args.budget_usd <= 0:
+            raise UsageError("--budget-usd must be more than 0")
+        req = msgspec_replace(req, budget_usd=args.budget_usd)
     return follow_run(conn, req, args.output_format)
+
+
+def msgspec_replace(msg: Any, **changes: Any) -> Any:
+    import msgspec
+
+    return msgspec.structs.replace(msg, **changes)
 
 
 def follow_run(
@@ -430,4 +445,20 @@ def cmd_gc(args: argparse.Namespace) -> int:
     print(f"{verb} {len(r.sessions)} session(s), {r.bytes_freed} bytes")
     for sid in r.sessions:
         print(f"  {sid}")
+    return exitcodes.OK
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    conn = connect()
+    r = conn.request(p.ListModels(id=conn.next_id()))
+    if args.json:
+        import msgspec
+
+        print(msgspec.json.encode(r.models).decode())
+        return exitcodes.OK
+    print(f"{'model':<36} {'aliases':<18} {'context':>8} {'in $/M':>7} {'cached':>7} {'out $/M':>8}  trains")
+    for m in r.models:
+        ctx = f"{m.context_window_tokens // 1000}k" if m.context_window_tokens else "?"
+        print(f"{m.id:<36} {','.join(m.aliases)[:18]:<18} {ctx:>8} {m.input_per_mtok:>7.2f} {m.cached_input_per_mtok:>7.2f} "
+              f"{m.output_per_mtok:>8.2f}  {'YES' if m.trains_on_data else 'no'}")
     return exitcodes.OK

@@ -48,9 +48,14 @@ def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, cred
         raise BadRequest(f"unknown sandbox {req.sandbox!r}; use bwrap, seatbelt or off")
     if req.max_turns < 1:
         raise BadRequest("--max-turns must be at least 1")
+    from musec.agents.catalog import load_catalog
+
     workspace = Path(req.workspace).resolve()
     try:
-        provider = make_provider(req.model, credentials, agent_id="main", http_client=daemon.http)
+        catalog = load_catalog(daemon.paths.config)
+        entry = catalog.resolve(req.model)
+        provider = make_provider(req.model, credentials, agent_id="main", http_client=daemon.http, catalog=catalog,
+                                 on_retry=lambda notice: _record_retry(session, notice))
     except AgentError as exc:
         raise BadRequest(str(exc)) from exc
     mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if os.uname().sysname == "Darwin" else "bwrap")
@@ -74,7 +79,18 @@ def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, cred
         system_prompt=system_prompt(workspace),
         store_blob=blobs.put,
         session_id=session.id,
+        cost_of=entry.cost_usd,
+        budget_usd=req.budget_usd,
     )
+
+
+def _record_retry(session: Session, notice: Any) -> None:
+    """Every retry of a model call is an event (visible, and its wait is explained)."""
+    error = notice.error
+    session.record("model_retry", attempt=notice.attempt, max_attempts=notice.max_attempts,
+                   delay_s=round(notice.delay_s, 3), status=getattr(error, "status", None),
+                   retry_after_s=getattr(error, "retry_after_s", None), error=str(error)[:300],
+                   discarded_output_chars=notice.discarded_output_chars)
 
 
 def git_base(workspace: Path) -> dict[str, Any]:

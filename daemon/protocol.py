@@ -69,6 +69,7 @@ class StartSession(_Msg, tag="start_session"):
     sandbox: str = "bwrap"
     title: str = ""
     redact: list[str] = []
+    budget_usd: float = 0.0
 
 
 class ResumeSession(_Msg, tag="resume_session"):
@@ -153,6 +154,12 @@ class CollectSessions(_Msg, tag="collect_sessions"):
     dry_run: bool = False
 
 
+class ListModels(_Msg, tag="list_models"):
+    """The model catalog: the shipped default merged with the user's models.toml."""
+
+    id: int
+
+
 class ListSessions(_Msg, tag="list_sessions"):
     """List sessions, newest first; ``workspace`` filters, empty means all."""
 
@@ -188,7 +195,7 @@ class Shutdown(_Msg, tag="shutdown"):
 
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | ApprovalAnswer | Interrupt
-    | EndSession | ListSessions | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
+    | EndSession | ListSessions | ListModels | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
 )
 
 
@@ -318,6 +325,26 @@ class ReplayResult(_Msg, tag="replay_result"):
     next_request_digest: str = ""
 
 
+class ModelInfo(msgspec.Struct, frozen=True):
+    """One catalog entry; prices in US dollars per million tokens (0 when unknown)."""
+
+    id: str
+    provider: str
+    aliases: list[str] = []
+    context_window_tokens: int = 0
+    max_output_tokens: int = 0
+    input_per_mtok: float = 0.0
+    cached_input_per_mtok: float = 0.0
+    cache_write_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+    trains_on_data: bool = False
+
+
+class Models(_Msg, tag="models"):
+    id: int
+    models: list[ModelInfo]
+
+
 class Collected(_Msg, tag="collected"):
     id: int
     sessions: list[str]
@@ -336,7 +363,7 @@ class StatusReply(_Msg, tag="status_reply"):
 
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | Delta | Idle | SessionEnded | Resync
-    | Sessions | LogLines | VerifyResult | ReplayResult | Collected | StatusReply
+    | Sessions | LogLines | VerifyResult | ReplayResult | Models | Collected | StatusReply
 )
 
 

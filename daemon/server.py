@@ -369,6 +369,8 @@ class Connection:
             case p.EndSession():
                 self._live(msg.session_id).end()
                 await self.send(p.Ok(id=msg.id))
+            case p.ListModels():
+                await self.send(p.Models(id=msg.id, models=list_models(d)))
             case p.ListSessions():
                 await self.send(p.Sessions(id=msg.id, sessions=d.list_sessions(msg.workspace)))
             case p.ReadLog():
@@ -417,6 +419,22 @@ class Connection:
             pass
         finally:
             session.detach(sub)
+
+
+def list_models(daemon: Daemon) -> list[p.ModelInfo]:
+    """The catalog as wire structs (DESIGN §2: shipped default + the user's models.toml)."""
+    from musec.agents.catalog import load_catalog
+
+    out = []
+    for e in load_catalog(daemon.paths.config).entries():
+        pr = e.prices
+        out.append(p.ModelInfo(
+            id=e.id, provider=e.provider, aliases=list(e.aliases), context_window_tokens=e.context_window_tokens or 0,
+            max_output_tokens=e.max_output_tokens or 0, input_per_mtok=pr.input if pr else 0.0,
+            cached_input_per_mtok=(pr.cached_input or 0.0) if pr else 0.0,
+            cache_write_per_mtok=(pr.cache_write or 0.0) if pr else 0.0,
+            output_per_mtok=pr.output if pr else 0.0, trains_on_data=e.trains_on_data))
+    return out
 
 
 # --- entry point ----------------------------------------------------------------------

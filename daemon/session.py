@@ -93,6 +93,7 @@ class Session:
 
     def _count(self, event: dict[str, Any]) -> None:
         self.turns += 1
+        self.cost_usd += float(event.get("cost_usd", 0.0))
         for k, v in (event.get("usage") or {}).items():
             if isinstance(v, int):
                 self.usage[k] = self.usage.get(k, 0) + v
@@ -271,10 +272,10 @@ class Session:
         if write:
             try:
                 self.record("session_ended", exit_reason=exit_reason, result=result, message=message,
-                            turns=self.turns, usage=self.usage, sync=True)
+                            turns=self.turns, usage=self.usage, cost_usd=round(self.cost_usd, 8), sync=True)
             except OSError as exc:
                 log.error("session_end_not_logged", session_id=self.id, error=str(exc))
-        cost = self.cost_usd if math.isfinite(self.cost_usd) else 0.0
+        cost = round(self.cost_usd, 8) if math.isfinite(self.cost_usd) else 0.0
         self._broadcast(lambda sub: p.SessionEnded(
             id=sub.request_id, session_id=self.id, exit_reason=exit_reason, result=result,
             turns=self.turns, usage=self.usage, cost_usd=cost, message=message, log_path=str(self.log.path)))

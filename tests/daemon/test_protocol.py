@@ -36,6 +36,7 @@ CLIENT_MSGS = [
     p.Replay(id=17, session_id="abc"),
     p.CollectSessions(id=18, older_than_s=86400.0, dry_run=True),
     p.UserInput(id=19, session_id="abc", text="again", client_msg_id="m-1"),
+    p.ListModels(id=20),
 ]
 
 DAEMON_MSGS = [
@@ -60,6 +61,7 @@ DAEMON_MSGS = [
     p.ReplayResult(id=13, session_id="s", ok=True, events=9, model_requests=2, turns=2, next_request_digest="ab"),
     p.ReplayResult(id=13, session_id="s", ok=False, events=9, model_requests=2, turns=2, problems=["seq 3"]),
     p.Collected(id=14, sessions=["s"], bytes_freed=10),
+    p.Models(id=15, models=[p.ModelInfo("anthropic/x", "anthropic", ["x"], 200000, 64000, 3.0, 0.3, 3.75, 15.0, False)]),
     p.StatusReply(id=12, pid=3, socket="/s", version="1", sessions=["a", "b"], home="/h", log_file="/f"),
 ]
 

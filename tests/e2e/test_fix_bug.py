@@ -129,3 +129,39 @@ def test_demo_fixes_the_bundled_example(musec: Musec) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "tests after: pass" in proc.stdout and "+    return [list(items[i : i + size]) for i in range(len(items) - size + 1)]" in proc.stdout
     assert "musec log verify" in proc.stdout
+
+
+def test_costs_retries_and_budget(musec: Musec, buggy_repo: Path) -> None:
+    from tests.support.anthropic_server import error_response
+
+    key = "sk-ant-api03-costTestKeyNeverReal-0123456789abcdef"
+    env_base = {"ANTHROPIC_API_KEY": key}
+    with AnthropicServer() as server:
+        server.enqueue(error_response(529, "overloaded_error", "Overloaded"), *_anthropic_turns())
+        proc = musec("run", "--model", "sonnet", "--approval", "auto", "--output-format", "json", "fix it",
+                     cwd=buggy_repo, env={**env_base, "ANTHROPIC_BASE_URL": server.base_url})
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["cost_usd"] > 0
+    events = _events(musec, result["session_id"])
+    retries = [e for e in events if e["type"] == "model_retry"]
+    assert len(retries) == 1 and retries[0]["status"] == 529
+    responses = [e for e in events if e["type"] == "model_response"]
+    assert abs(sum(e["cost_usd"] for e in responses) - result["cost_usd"]) < 1e-6
+    assert events[-1]["type"] == "session_ended" and events[-1]["cost_usd"] == result["cost_usd"]
+
+    with AnthropicServer() as server:
+        server.enqueue(*_anthropic_turns())
+        capped = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto", "--output-format", "json",
+                       "--budget-usd", "0.000001", "fix it", cwd=buggy_repo,
+                       env={**env_base, "ANTHROPIC_BASE_URL": server.base_url})
+    assert capped.returncode == 4, capped.stderr
+    assert json.loads(capped.stdout)["exit_reason"] == "budget"
+
+
+def test_models_lists_the_catalog(musec: Musec) -> None:
+    proc = musec("models", "--json")
+    assert proc.returncode == 0, proc.stderr
+    models = {m["id"]: m for m in json.loads(proc.stdout)}
+    assert "sonnet" in models["anthropic/claude-sonnet-4-6"]["aliases"]
+    assert models["anthropic/claude-sonnet-4-6"]["output_per_mtok"] > 0
