@@ -41,6 +41,7 @@ from .worktrees import (
     INTEGRATION,
     BaseCommit,
     Removal,
+    WorkerState,
     Worktree,
     branch_name,
     commit_all,
@@ -48,6 +49,7 @@ from .worktrees import (
     prepare_base,
     remove_worktrees,
     uncommitted_paths,
+    worker_states,
     worktree_path,
 )
 
@@ -74,6 +76,7 @@ __all__ = [
     "UnbornHead",
     "UnknownBranch",
     "WorkerError",
+    "WorkerState",
     "Worktree",
     "WorktreeDirty",
     "WorktreeError",
@@ -89,5 +92,6 @@ __all__ = [
     "remove_worktrees",
     "run_tests",
     "uncommitted_paths",
+    "worker_states",
     "worktree_path",
 ]

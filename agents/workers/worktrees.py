@@ -38,6 +38,7 @@ __all__ = [
     "INTEGRATION",
     "BaseCommit",
     "Removal",
+    "WorkerState",
     "Worktree",
     "branch_name",
     "commit_all",
@@ -47,6 +48,7 @@ __all__ = [
     "prepare_base",
     "remove_worktrees",
     "uncommitted_paths",
+    "worker_states",
     "working_state_tree",
     "worktree_path",
 ]
@@ -395,6 +397,53 @@ def commit_all(
         return None
     sig = signature or default_signature(repo)
     return str(repo.create_commit("HEAD", sig, sig, message, tree, [head.id]))
+
+
+@dataclass(frozen=True)
+class WorkerState:
+    """One worker of a session, for ``musec workers ID``.
+
+    Attributes:
+        worker: the worker's name.
+        branch: its branch (short name).
+        path: its worktree, ``None`` when it is gone (the branch alone is left).
+        head: the branch's commit (hex).
+        commits: how many commits the branch holds beyond the base.
+        uncommitted: the uncommitted paths in its worktree.
+    """
+
+    worker: str
+    branch: str
+    path: Path | None
+    head: str
+    commits: int
+    uncommitted: tuple[str, ...]
+
+
+def worker_states(repo_path: Path | str, session_id: str, base: BaseCommit | str) -> list[WorkerState]:
+    """The branches ``musec/<session>/*`` (the integration's included), sorted by worker.
+
+    Raises:
+        InvalidName: ``session_id`` cannot name a branch.
+        NotARepository: ``repo_path`` is in no repository.
+    """
+    _check_name("session id", session_id)
+    repo = open_repository(repo_path)
+    base_id = pygit2.Oid(hex=base.commit if isinstance(base, BaseCommit) else str(base))
+    names = set(repo.list_worktrees())
+    states = []
+    for branch in sorted(b for b in repo.branches.local if b.startswith(f"musec/{session_id}/")):
+        worker = branch.split("/", 2)[2]
+        head = repo.branches.local[branch].peel(pygit2.Commit).id
+        walker = repo.walk(head)
+        walker.hide(base_id)
+        name = _git_name(session_id, worker)
+        path = Path(repo.lookup_worktree(name).path) if name in names else None
+        if path is not None and not path.exists():
+            path = None
+        dirty = uncommitted_paths(path) if path is not None else ()
+        states.append(WorkerState(worker, branch, path, str(head), sum(1 for _ in walker), dirty))
+    return states
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from musec.agents.workers import (
     prepare_base,
     remove_worktrees,
     uncommitted_paths,
+    worker_states,
 )
 from pygit2.enums import FileMode
 
@@ -144,6 +145,12 @@ def test_worktree_layout_branch_and_commit_all(repo: Path, state: Path) -> None:
     assert files["a.txt"] == "a by w1\n" and "b.txt" not in files and files["c/new.txt"] == "n\n"
     assert "x.log" not in files
     assert uncommitted_paths(wt.path) == ()
+    other = create_worktree(repo, state, SID, "w2", base)
+    write_files(other.path, {"wip.txt": "x\n"})
+    states = worker_states(repo, SID, base)
+    assert [(s.worker, s.commits, s.uncommitted, s.path) for s in states] == [
+        ("w1", 1, (), wt.path), ("w2", 0, ("wip.txt",), other.path)]
+    assert states[0].head == commit
     assert git(repo, "rev-parse", "main").strip() == base.head  # the person's branch did not move
     git(repo, "fsck", "--no-progress")
 
