@@ -16,7 +16,7 @@ from typing import Any
 from musec.daemon import protocol as p
 
 from . import exitcodes
-from .connection import Connection, connect, try_connect
+from .connection import Connection, connect
 from .errors import ClientError, DaemonLost, RequestFailed, UsageError
 from .render import Renderer
 
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"musec {p.__version__}")
 
     def session_opts(sp: argparse.ArgumentParser, approval_default: str) -> None:
-        sp.add_argument("--model", default=None, help="PROVIDER/MODEL or scripted:PATH (default: $MUSEC_MODEL or %s)" % DEFAULT_MODEL)
+        sp.add_argument("--model", default=None, help=f"PROVIDER/MODEL, an alias, or scripted:PATH (default: $MUSEC_MODEL or {DEFAULT_MODEL})")
         sp.add_argument("--workspace", default=None, help="the repository to work in (default: the current directory)")
         sp.add_argument("--approval", choices=APPROVALS, default=None, help=f"default: {approval_default}")
         sp.add_argument("--max-turns", type=int, default=None, help="model turns per message (default: 50)")

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-
 from musec.agents.faults import armed, crash_at
 
 from .errors import LogCorrupt, SessionLocked

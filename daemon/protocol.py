@@ -22,7 +22,8 @@ from typing import Any
 
 import msgspec
 
-from .version import VERSION as __version__
+from .version import VERSION as __version__  # noqa: F401 - re-exported
+
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 _HEADER = struct.Struct(">I")

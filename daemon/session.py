@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import msgspec
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from . import protocol as p
 from .errors import BadRequest

@@ -16,8 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BinaryFile, EditNotFound, EditNotUnique
 from ..faults import crash_at
+from .errors import BinaryFile, EditNotFound, EditNotUnique
 
 __all__ = [
     "BINARY_SNIFF_BYTES",

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-
 from musec.client import connection
 from musec.daemon import protocol as p
+
 from tests.conftest import Musec
 
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from musec.agents.faults import POINTS
+
 from tests.conftest import BUGGY, FIXED, LIBRARY, Musec
 
 SLOW = "echo run1 >> effects.log; sleep 1; echo late >> effects.log"
