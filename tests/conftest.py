@@ -159,11 +159,11 @@ def buggy_repo(tmp_path: Path) -> Path:
 def fix_turns() -> list[list[dict]]:
     """The turns (DESIGN §8 blocks) that fix ``buggy_repo``."""
     return [
-        [{"text": "Running the tests."}, {"tool": "bash", "input": {"command": f"{sys.executable} -m unittest -q 2>&1"}}],
+        [{"text": "Running the tests."}, {"tool": "bash", "input": {"command": "python3 -m unittest -q 2>&1"}}],
         [{"expect_result": "FAILED"}, {"tool": "read_file", "input": {"path": "pager.py"}}],
         [{"expect_result": "start = number * size"},
          {"tool": "edit_file", "input": {"path": "pager.py", "old_string": BUGGY, "new_string": FIXED}}],
-        [{"tool": "bash", "input": {"command": f"{sys.executable} -m unittest -q 2>&1"}}],
+        [{"tool": "bash", "input": {"command": "python3 -m unittest -q 2>&1"}}],
         [{"expect_result": "OK"}, {"text": "Pages are counted from 1, so page n starts at (n - 1) * size. Fixed; tests pass."}],
     ]
 

@@ -43,9 +43,8 @@ def test_scripted_run_fixes_the_bug(musec: Musec, buggy_repo: Path, fix_script: 
 
 
 def _anthropic_turns() -> list:
-    import sys
 
-    test = f"{sys.executable} -m unittest -q 2>&1"
+    test = "python3 -m unittest -q 2>&1"
     return [
         message([{"type": "text", "text": "Let me run the tests."},
                  {"type": "tool_use", "id": "toolu_01RunTestsA1b2C3", "name": "bash", "input": {"command": test}}]),

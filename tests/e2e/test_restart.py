@@ -23,7 +23,7 @@ def _script(tmp_path: Path) -> Path:
     turns = [
         [{"text": "Running the first command."}, {"tool": "bash", "input": {"command": SLOW}}],
         [{"tool": "edit_file", "input": {"path": "pager.py", "old_string": BUGGY, "new_string": FIXED}}],
-        [{"tool": "bash", "input": {"command": f"echo run2 >> effects.log; {sys.executable} -m unittest -q 2>&1"}}],
+        [{"tool": "bash", "input": {"command": "echo run2 >> effects.log; python3 -m unittest -q 2>&1"}}],
         [{"text": "Done."}],
     ]
     path = tmp_path / "crash.json"
