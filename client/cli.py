@@ -18,7 +18,7 @@ from musec.daemon import protocol as p
 from . import exitcodes
 from .connection import Connection, connect
 from .errors import ClientError, DaemonLost, RequestFailed, UsageError
-from .render import Renderer
+from .render import Renderer, safe
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 APPROVALS = ("ask", "auto", "read-only", "never")
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("session_id")
     replay.add_argument("--json", action="store_true")
 
-    gc = sub.add_parser("gc", help="remove ended sessions older than a given age")
+    gc = sub.add_parser("gc", help="remove sessions (not live ones) last active longer ago than an age, with their blobs")
     gc.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
     gc.add_argument("--dry-run", action="store_true")
 
@@ -97,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return exitcodes.INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`musec log ID | head`): stop quietly, as cat does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return exitcodes.OK
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -191,6 +195,10 @@ def request_error_code(exc: RequestFailed) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     task = args.task if args.task != "-" else sys.stdin.read()
+    # Bytes that are not UTF-8 (a bad locale, a binary paste) become U+FFFD, not a crash.
+    task = task.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if args.resume and args.continue_:
+        raise UsageError("give either --resume ID or --continue, not both")
     if args.resume or args.continue_:
         conn = connect()
         resume = p.ResumeSession(
@@ -317,7 +325,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print(f"no sessions{where}")
         return exitcodes.OK
     for s in rows:
-        print(f"{s.id}  {s.status:<12} {_age(s.updated_at):>4}  {s.workspace}  {s.title}")
+        print(f"{s.id}  {s.status:<12} {_age(s.updated_at):>4}  {s.workspace}  {safe(s.title)}")
     return exitcodes.OK
 
 

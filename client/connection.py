@@ -129,14 +129,23 @@ def try_connect(path: Path | None = None, timeout_s: float = 5.0) -> Connection 
 
 
 def daemon_env() -> dict[str, str]:
-    """The environment a daemon started by the client gets: credentials removed."""
-    return {k: v for k, v in os.environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+    """The environment a daemon started by the client gets: credentials removed, and
+    MUSEC_HOME/MUSEC_SOCKET made absolute (the daemon runs in ``/``)."""
+    env = {k: v for k, v in os.environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+    for name in ("MUSEC_HOME", "MUSEC_SOCKET"):
+        if env.get(name):
+            env[name] = os.path.abspath(env[name])
+    return env
 
 
 def spawn_daemon() -> subprocess.Popen[bytes]:
     """Start ``musec daemon run`` detached (its own session, no terminal)."""
     logs = p.state_home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        where = os.environ.get("MUSEC_HOME") or str(p.state_home())
+        raise DaemonStartFailed(f"cannot use {where} for musec's state ({exc.strerror}); set MUSEC_HOME to a writable directory") from None
     with open(logs / "musecd.stderr", "ab") as err:
         return subprocess.Popen(
             [sys.executable, "-m", "musec.daemon"],

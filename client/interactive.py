@@ -32,12 +32,13 @@ def _prompt_reader() -> Any:
 
 
 def ask_approval(ev: dict[str, Any]) -> str:
-    """Ask the person about one call; return allow, deny or always."""
+    """Ask the person about one call; return allow, deny or always (Ctrl-C, Ctrl-D: deny)."""
     summary = call_summary(ev.get("tool", "?"), ev.get("input") or {})
     while True:
         try:
-            answer = input(f"Allow {summary}? [y]es / [n]o / [a]lways: ").strip().lower()
-        except EOFError:
+            answer = input(f"Allow {summary}? [y]es / [n]o / [a]lways (then Enter): ").strip().lower()
+        except (EOFError, KeyboardInterrupt):
+            print()
             return "deny"
         if answer in ("y", "yes"):
             return "allow"
@@ -126,8 +127,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def follow_turn(conn: Connection, session_id: str, renderer: Renderer) -> str:
-    """Show one turn until the agent is idle; return the session id ("" on failure)."""
+    """Show one turn until the agent is idle; return the session id ("" on failure).
+
+    Approvals are asked for when they arrive live; those found in a backlog (a resumed or
+    attached session) are asked for once the backlog ends, and only if still pending.
+    """
     interrupted = False
+    pending: dict[str, dict[str, Any]] = {}
     while True:
         try:
             msg = conn.recv()
@@ -148,9 +154,16 @@ def follow_turn(conn: Connection, session_id: str, renderer: Renderer) -> str:
             case p.Event():
                 ev = json.loads(msg.line)
                 renderer.event(ev)
+                session_id = session_id or msg.session_id
                 if ev.get("type") == "approval_requested":
-                    decision = ask_approval(ev)
-                    conn.send(p.ApprovalAnswer(id=conn.next_id(), session_id=session_id, call_id=ev["call_id"], decision=decision))
+                    pending[ev["call_id"]] = ev
+                elif ev.get("type") == "approval_resolved":
+                    pending.pop(ev.get("call_id"), None)
+                if not msg.backlog or msg.backlog_end:
+                    for call_id, req in list(pending.items()):
+                        decision = ask_approval(req)
+                        conn.send(p.ApprovalAnswer(id=conn.next_id(), session_id=session_id, call_id=call_id, decision=decision))
+                        del pending[call_id]
             case p.Delta():
                 renderer.delta(msg.text, msg.kind)
             case p.Idle():

@@ -6,10 +6,18 @@ import json
 import sys
 from typing import Any, TextIO
 
+_CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None} | {c: None for c in range(0x80, 0xA0)}
+
+
+def safe(text: str) -> str:
+    """``text`` with terminal control characters removed (ESC, BEL, CSI...), keeping tab and
+    newline: model text and repository text are untrusted and must not drive the terminal."""
+    return text.translate(_CONTROL)
+
 
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = " ".join(safe(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -43,6 +51,7 @@ class Renderer:
     def delta(self, text: str, kind: str = "text") -> None:
         if kind != "text" or not text:
             return
+        text = safe(text)
         self.out.write(text)
         self._streamed = True
         self._at_line_start = text.endswith("\n")
@@ -56,7 +65,7 @@ class Renderer:
             if not self._streamed:
                 text = "".join(b.get("text", "") for b in ev.get("content", []) if b.get("type") == "text")
                 if text.strip():
-                    self._line(prefix + text.strip())
+                    self._line(prefix + safe(text.strip()))
             elif not self._at_line_start:
                 self._line("")
             self._streamed = False

@@ -228,12 +228,18 @@ class SessionStarted(_Msg, tag="session_started"):
 
 
 class Event(_Msg, tag="event"):
-    """One logged event, exactly as its log line (``line``: the JSON bytes, no newline)."""
+    """One logged event, exactly as its log line (``line``: the JSON bytes, no newline).
+
+    ``backlog`` marks events sent from the log on attach (history, not news);
+    ``backlog_end`` marks the last of them, after which everything is live.
+    """
 
     id: int
     session_id: str
     seq: int
     line: bytes
+    backlog: bool = False
+    backlog_end: bool = False
 
 
 class Delta(_Msg, tag="delta"):

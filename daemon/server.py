@@ -408,8 +408,9 @@ class Connection:
 
     async def _forward(self, session: Session, sub: Any, backlog: list[tuple[int, bytes]]) -> None:
         try:
-            for seq, line in backlog:
-                await self.send(p.Event(id=sub.request_id, session_id=session.id, seq=seq, line=line))
+            for n, (seq, line) in enumerate(backlog):
+                await self.send(p.Event(id=sub.request_id, session_id=session.id, seq=seq, line=line,
+                                        backlog=True, backlog_end=n == len(backlog) - 1))
             async with sub.receive:
                 async for msg in sub.receive:
                     await self.send(msg)

@@ -1,0 +1,47 @@
+"""Bad input and hostile text at the client: one-line errors, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.conftest import BIN, Musec
+
+
+def test_broken_pipe_is_quiet(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    run = musec("run", "--model", f"scripted:{fix_script}", "--approval", "auto", "--output-format", "json", "go", cwd=buggy_repo)
+    sid = json.loads(run.stdout)["session_id"]
+    proc = subprocess.run(f"{BIN / 'musec'} log {sid} --json | head -c 10", shell=True, env=musec.env,
+                          capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in proc.stderr and len(proc.stdout) == 10
+
+
+def test_task_that_is_not_utf8_is_accepted(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [[{"text": "ok"}]]}))
+    proc = subprocess.run([os.fsencode(BIN / "musec"), b"run", b"--model", f"scripted:{script}".encode(),
+                           b"--output-format", b"json", b"bad \xff task"], env=musec.env, cwd=buggy_repo,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    assert events[1]["text"] == "bad \ufffd task"
+
+
+def test_terminal_escapes_in_model_text_are_not_printed(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [[{"text": "hi \x1b]0;pwned\x07 \x1b[2J there"}]]}))
+    proc = musec("run", "--model", f"scripted:{script}", "\x1b[31mred title", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout and "there" in proc.stdout
+    assert "\x1b" not in musec("sessions").stdout
+
+
+def test_unusable_musec_home_is_a_clear_error(musec: Musec, tmp_path: Path) -> None:
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    proc = musec("sessions", env={"MUSEC_HOME": str(a_file)})
+    assert proc.returncode == 5 and "set MUSEC_HOME to a writable directory" in proc.stderr
+    assert "Traceback" not in proc.stderr
