@@ -199,6 +199,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     task = task.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if args.resume and args.continue_:
         raise UsageError("give either --resume ID or --continue, not both")
+    if (args.resume or args.continue_) and args.model:
+        raise UsageError("a resumed session keeps its model; start a new run to use another (--model)")
     if args.resume or args.continue_:
         conn = connect()
         resume = p.ResumeSession(

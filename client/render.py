@@ -89,6 +89,8 @@ class Renderer:
     def result_summary(ev: dict[str, Any]) -> str:
         content = ev.get("content", "")
         lines = content.splitlines()
+        if ev.get("timed_out"):
+            return f"timed out · {len(lines)} lines of output"
         if ev.get("is_error"):
             return "error: " + _short(lines[0] if lines else content, 100)
         status = ev.get("exit_status")

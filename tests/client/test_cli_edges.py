@@ -45,3 +45,17 @@ def test_unusable_musec_home_is_a_clear_error(musec: Musec, tmp_path: Path) -> N
     proc = musec("sessions", env={"MUSEC_HOME": str(a_file)})
     assert proc.returncode == 5 and "set MUSEC_HOME to a writable directory" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_resume_with_another_model_is_refused(musec: Musec, buggy_repo: Path) -> None:
+    proc = musec("run", "--resume", "abc", "--model", "anthropic/claude-sonnet-4-6", cwd=buggy_repo)
+    assert proc.returncode == 2 and "keeps its model" in proc.stderr
+
+
+def test_timed_out_command_says_so(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "sleep 30", "timeout_s": 1}}],
+                                            [{"text": "ok"}]]}))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stderr
+    assert "timed out" in proc.stdout
