@@ -21,7 +21,6 @@ from __future__ import annotations
 from contextlib import aclosing
 from typing import Any
 
-import httpx
 import msgspec
 from musec.agents.conversation import (
     Block,
@@ -45,9 +44,9 @@ from musec.agents.errors import (
 )
 
 from .base import OnDelta, TextDelta
+from .http import StreamingHTTPProvider
 from .quota import quota_error
-from .retry import OnRetry, RetryPolicy, with_retries
-from .sse import DEFAULT_TIMEOUT, SSEEvent, post_sse
+from .sse import SSEEvent, post_sse
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_BASE_URL", "AnthropicProvider", "build_request_body"]
 
@@ -280,7 +279,7 @@ class _Assembler:
 # --- the provider -------------------------------------------------------------------------
 
 
-class AnthropicProvider:
+class AnthropicProvider(StreamingHTTPProvider):
     """Streams Anthropic Messages API answers (``POST {base_url}/v1/messages``).
 
     Args:
@@ -295,58 +294,14 @@ class AnthropicProvider:
 
     name = "anthropic"
 
-    def __init__(
-        self,
-        model: str,
-        api_key: str,
-        *,
-        base_url: str = DEFAULT_BASE_URL,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
-        retry_policy: RetryPolicy | None = None,
-        on_retry: OnRetry | None = None,
-    ):
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.url = f"{self.base_url}/v1/messages"
-        self.timeout = timeout
-        self.retry_policy = retry_policy or RetryPolicy()
-        self.on_retry = on_retry
-        self._api_key = api_key
-        self._owns_client = http_client is None
-        self._client = http_client or httpx.AsyncClient(timeout=timeout)
+    def __init__(self, model: str, api_key: str, *, base_url: str = DEFAULT_BASE_URL, **kwargs: Any):
+        super().__init__(model, api_key, base_url=base_url, **kwargs)
 
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(model={self.model!r}, url={self.url!r})"
+    def _url(self) -> str:
+        return f"{self.base_url}/v1/messages"
 
-    async def complete(self, request: ModelRequest, on_delta: OnDelta) -> ModelResponse:
-        """Stream one answer, retrying per ``retry_policy``; see ``Provider.complete``.
-
-        ``on_delta`` receives text (``kind="text"``) and thinking (``kind="thinking"``)
-        pieces as they arrive. A retried attempt streams its answer from the start; the
-        ``RetryNotice`` says how many characters of the failed attempt to discard.
-
-        Raises:
-            ProviderAuthError, ProviderBadRequest: at once, never retried.
-            ProviderOverloaded, ProviderUnreachable: after the last attempt.
-            ProviderError: anything else the API or the transport did wrong.
-        """
-        body = _encoder.encode(build_request_body(request, request.model or self.model))
-        streamed = 0
-
-        async def counted(delta: TextDelta) -> None:
-            nonlocal streamed
-            streamed += len(delta.text)
-            await on_delta(delta)
-
-        async def attempt() -> ModelResponse:
-            nonlocal streamed
-            streamed = 0
-            return await self._stream_once(body, counted)
-
-        return await with_retries(
-            attempt, self.retry_policy, self.on_retry, streamed_chars=lambda: streamed
-        )
+    def _body(self, request: ModelRequest) -> bytes:
+        return _encoder.encode(build_request_body(request, request.model or self.model))
 
     async def _stream_once(self, body: bytes, on_delta: OnDelta) -> ModelResponse:
         headers = {
@@ -366,8 +321,3 @@ class AnthropicProvider:
                     if assembler.stopped:
                         break  # nothing follows message_stop; do not wait for EOF
         return assembler.result()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        if self._owns_client:
-            await self._client.aclose()

@@ -24,7 +24,6 @@ from __future__ import annotations
 from contextlib import aclosing
 from typing import Any
 
-import httpx
 import msgspec
 from musec.agents.conversation import (
     Block,
@@ -40,9 +39,9 @@ from musec.agents.errors import ProviderUnreachable
 
 from .arguments import parse_arguments
 from .base import OnDelta, TextDelta
+from .http import StreamingHTTPProvider
 from .openai_responses import stream_error
-from .retry import OnRetry, RetryPolicy, stream_with_retries
-from .sse import DEFAULT_TIMEOUT, DONE, SSEEvent, post_sse
+from .sse import DONE, SSEEvent, post_sse
 
 __all__ = ["OpenAIChatProvider", "build_request_body"]
 
@@ -246,7 +245,7 @@ class _Assembler:
 # --- the provider -------------------------------------------------------------------------
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(StreamingHTTPProvider):
     """Streams Chat Completions answers (``POST {base_url}/chat/completions``).
 
     Args:
@@ -260,45 +259,14 @@ class OpenAIChatProvider:
 
     name = "openai-compat"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str,
-        api_key: str = "",
-        http_client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
-        retry_policy: RetryPolicy | None = None,
-        on_retry: OnRetry | None = None,
-    ):
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.url = f"{self.base_url}/chat/completions"
-        self.timeout = timeout
-        self.retry_policy = retry_policy or RetryPolicy()
-        self.on_retry = on_retry
-        self._api_key = api_key
-        self._owns_client = http_client is None
-        self._client = http_client or httpx.AsyncClient(timeout=timeout)
+    def __init__(self, model: str, *, base_url: str, api_key: str = "", **kwargs: Any):
+        super().__init__(model, api_key, base_url=base_url, **kwargs)
 
-    def __repr__(self) -> str:
-        return f"OpenAIChatProvider(model={self.model!r}, url={self.url!r})"
+    def _url(self) -> str:
+        return f"{self.base_url}/chat/completions"
 
-    async def complete(self, request: ModelRequest, on_delta: OnDelta) -> ModelResponse:
-        """Stream one answer, retrying per ``retry_policy``; see ``Provider.complete``.
-
-        Raises:
-            QuotaExhausted, ProviderAuthError, ProviderBadRequest: at once, not retried.
-            ProviderOverloaded, ProviderUnreachable: after the last attempt.
-            ProviderError: anything else the server or the transport did wrong.
-        """
-        body = _encoder.encode(build_request_body(request, request.model or self.model))
-        return await stream_with_retries(
-            lambda counted: self._stream_once(body, counted),
-            on_delta,
-            self.retry_policy,
-            self.on_retry,
-        )
+    def _body(self, request: ModelRequest) -> bytes:
+        return _encoder.encode(build_request_body(request, request.model or self.model))
 
     async def _stream_once(self, body: bytes, on_delta: OnDelta) -> ModelResponse:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
@@ -315,8 +283,3 @@ class OpenAIChatProvider:
                     if assembler.done:
                         break
         return assembler.result()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        if self._owns_client:
-            await self._client.aclose()

@@ -36,7 +36,6 @@ from contextlib import aclosing
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import msgspec
 from musec.agents.conversation import (
     Block,
@@ -59,9 +58,9 @@ from musec.agents.errors import (
 
 from .arguments import parse_arguments
 from .base import OnDelta, TextDelta
+from .http import StreamingHTTPProvider
 from .quota import quota_error
-from .retry import OnRetry, RetryPolicy, stream_with_retries
-from .sse import DEFAULT_TIMEOUT, SSEEvent, post_sse
+from .sse import SSEEvent, post_sse
 
 __all__ = [
     "AZURE_API_VERSION",
@@ -378,7 +377,7 @@ class _Assembler:
 # --- the providers ------------------------------------------------------------------------
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(StreamingHTTPProvider):
     """Streams OpenAI Responses API answers (``POST {base_url}/responses``).
 
     Args:
@@ -401,22 +400,11 @@ class OpenAIResponsesProvider:
         api_key: str,
         *,
         base_url: str = DEFAULT_BASE_URL,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
-        retry_policy: RetryPolicy | None = None,
-        on_retry: OnRetry | None = None,
         reasoning: Mapping[str, Any] | None = None,
+        **kwargs: Any,
     ):
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.url = self._url()
-        self.timeout = timeout
-        self.retry_policy = retry_policy or RetryPolicy()
-        self.on_retry = on_retry
         self.reasoning = dict(reasoning) if reasoning else None
-        self._api_key = api_key
-        self._owns_client = http_client is None
-        self._client = http_client or httpx.AsyncClient(timeout=timeout)
+        super().__init__(model, api_key, base_url=base_url, **kwargs)
 
     def _url(self) -> str:
         return f"{self.base_url}/responses"
@@ -424,29 +412,9 @@ class OpenAIResponsesProvider:
     def _auth_headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self._api_key}"}
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, url={self.url!r})"
-
-    async def complete(self, request: ModelRequest, on_delta: OnDelta) -> ModelResponse:
-        """Stream one answer, retrying per ``retry_policy``; see ``Provider.complete``.
-
-        ``on_delta`` gets output text (``kind="text"``) and reasoning summaries
-        (``kind="thinking"``). A failed attempt's streamed characters are reported in
-        the ``RetryNotice``; a partial answer is never returned.
-
-        Raises:
-            QuotaExhausted, ProviderAuthError, ProviderBadRequest: at once, not retried.
-            ProviderOverloaded, ProviderUnreachable: after the last attempt.
-            ProviderError: anything else the API or the transport did wrong.
-        """
+    def _body(self, request: ModelRequest) -> bytes:
         model = request.model or self.model
-        body = _encoder.encode(build_request_body(request, model, reasoning=self.reasoning))
-        return await stream_with_retries(
-            lambda counted: self._stream_once(body, counted),
-            on_delta,
-            self.retry_policy,
-            self.on_retry,
-        )
+        return _encoder.encode(build_request_body(request, model, reasoning=self.reasoning))
 
     async def _stream_once(self, body: bytes, on_delta: OnDelta) -> ModelResponse:
         headers = {
@@ -470,11 +438,6 @@ class OpenAIResponsesProvider:
                     if assembler.finished:
                         break  # nothing follows the terminal event; do not wait for EOF
         return assembler.result()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        if self._owns_client:
-            await self._client.aclose()
 
 
 class AzureResponsesProvider(OpenAIResponsesProvider):
