@@ -179,10 +179,14 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
     max_turns = 50 if args.max_turns is None else args.max_turns
     if max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
+    budget_usd = getattr(args, "budget_usd", None) or 0.0
+    if budget_usd < 0 or getattr(args, "budget_usd", None) == 0:
+        raise UsageError("--budget-usd must be more than 0")
     return p.StartSession(
         id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
         task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
         interactive=interactive, end_when_idle=not interactive, sandbox=args.sandbox, redact=secret_values(),
+        budget_usd=budget_usd,
     )
 
 
@@ -214,17 +218,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError('give the task: musec run "fix the failing test"')
     conn = connect()
     req = start_request(conn, args, task, interactive=False)
-    if args.budget_usd is not None:
-        if args.budget_usd <= 0:
-            raise UsageError("--budget-usd must be more than 0")
-        req = msgspec_replace(req, budget_usd=args.budget_usd)
     return follow_run(conn, req, args.output_format)
-
-
-def msgspec_replace(msg: Any, **changes: Any) -> Any:
-    import msgspec
-
-    return msgspec.structs.replace(msg, **changes)
 
 
 def follow_run(

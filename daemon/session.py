@@ -20,7 +20,7 @@ import structlog
 
 from . import protocol as p
 from .errors import BadRequest
-from .eventlog import EventLog
+from .eventlog import EventLog, read_lines
 
 log = structlog.get_logger("musec.session")
 SUBSCRIBER_BUFFER = 512
@@ -128,8 +128,6 @@ class Session:
         append goes through ``record`` on this same thread, so nothing is missed or
         repeated.
         """
-        from .eventlog import read_lines
-
         backlog = [(n, line) for n, line in enumerate(read_lines(self.log.path)) if n > since_seq]
         sub = Subscriber(request_id)
         sub.since_seq = since_seq
