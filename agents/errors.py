@@ -59,6 +59,10 @@ class MissingCredentials(ProviderError):
     """No API key for the chosen provider was passed by the client."""
 
 
+class TrainingDataRefused(AgentError):
+    """The model's catalog entry says ``trains_on_data`` and the person has not opted in."""
+
+
 class UnknownModel(AgentError):
     """The model id names no known provider."""
 

@@ -24,14 +24,16 @@ from pathlib import Path
 
 import httpx
 from musec.agents.catalog import Catalog, CatalogEntry
-from musec.agents.errors import MissingCredentials, ScriptError, UnknownModel
+from musec.agents.errors import MissingCredentials, ScriptError, TrainingDataRefused, UnknownModel
 
 from .anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from .anthropic import AnthropicProvider
 from .base import OnDelta, Provider, TextDelta
+from .http import StreamingHTTPProvider
 from .openai_chat import OpenAIChatProvider
 from .openai_responses import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from .openai_responses import AzureResponsesProvider, OpenAIResponsesProvider
+from .ratelimit import OnRateLimited, RateLimitRegistry, RateLimitWait
 from .retry import OnRetry, RetryNotice, RetryPolicy
 from .scripted import ScriptedProvider
 from .sse import DEFAULT_TIMEOUT
@@ -45,6 +47,8 @@ __all__ = [
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
     "Provider",
+    "RateLimitRegistry",
+    "RateLimitWait",
     "RetryNotice",
     "RetryPolicy",
     "ScriptedProvider",
@@ -68,6 +72,9 @@ def make_provider(
     on_retry: OnRetry | None = None,
     timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     catalog: Catalog | None = None,
+    limiter: RateLimitRegistry | None = None,
+    on_rate_limited: OnRateLimited | None = None,
+    allow_training_data: bool = False,
 ) -> Provider:
     """Build the provider named by ``model_id``.
 
@@ -82,9 +89,16 @@ def make_provider(
         timeout: per-phase HTTP deadlines; ``read`` is the idle-stream timeout.
         catalog: resolves aliases and supplies a model's ``base_url``, which wins over
             the ``*_BASE_URL`` variable; without it only full ids are understood.
+        limiter: the daemon's registry of shared rate limiters; the provider waits on
+            its credential's limiter (with the catalog's limits) before each attempt.
+        on_rate_limited: told before each such wait (for the event log).
+        allow_training_data: the person opted in to models whose catalog entry says
+            ``trains_on_data``; without it such a model is refused.
 
     Raises:
         UnknownModel: the id names no known provider.
+        TrainingDataRefused: the model may train on prompts and the person did not
+            opt in.
         MissingCredentials: the provider's API key variable was not passed.
         ScriptError: a scripted path that is relative, missing or not a valid script.
     """
@@ -96,12 +110,36 @@ def make_provider(
     entry = catalog.resolve(model_id) if catalog is not None else _bare_entry(model_id)
     if not entry.model:
         raise UnknownModel(f"unknown model {model_id!r}: use {_VALID_FORMS}")
+    if entry.trains_on_data and not allow_training_data:
+        raise TrainingDataRefused(
+            f"model {entry.id} is marked trains_on_data (its provider may train on your "
+            "prompts); to use it, set allow_training_data = true in the musec config.toml"
+        )
     common = {
         "http_client": http_client,
         "timeout": timeout,
         "retry_policy": retry_policy,
         "on_retry": on_retry,
     }
+    provider = _http_provider(entry, model_id, credentials, common)
+    provider.catalog_id = entry.id
+    if limiter is not None:
+        limits = {
+            "requests": entry.rate_limits.requests_per_minute,
+            "input_tokens": entry.rate_limits.input_tokens_per_minute,
+            "output_tokens": entry.rate_limits.output_tokens_per_minute,
+            "tokens": entry.rate_limits.tokens_per_minute,
+        }
+        provider.limiter = limiter.limiter_for(
+            provider.name, provider.base_url, provider._api_key, limits
+        )
+        provider.on_rate_limited = on_rate_limited
+    return provider
+
+
+def _http_provider(
+    entry: CatalogEntry, model_id: str, credentials: Mapping[str, str], common: dict
+) -> StreamingHTTPProvider:
     match entry.provider:
         case "anthropic":
             return AnthropicProvider(

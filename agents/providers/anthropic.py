@@ -310,7 +310,8 @@ class AnthropicProvider(StreamingHTTPProvider):
             "content-type": "application/json",
         }
         async with post_sse(
-            self._client, self.name, self.url, headers=headers, body=body, timeout=self.timeout
+            self._client, self.name, self.url, headers=headers, body=body, timeout=self.timeout,
+            on_headers=self._saw_headers,
         ) as stream:
             assembler = _Assembler(stream.response.headers.get("request-id"))
             async with aclosing(aiter(stream)) as events:

@@ -6,10 +6,14 @@ streamed answer (``_stream_once``); this class does the rest the same way for al
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import httpx
 from musec.agents.conversation import ModelRequest, ModelResponse
+from musec.agents.errors import ProviderError
 
 from .base import OnDelta
+from .ratelimit import OnRateLimited, RateLimiter
 from .retry import OnRetry, RetryPolicy, stream_with_retries
 from .sse import DEFAULT_TIMEOUT
 
@@ -25,6 +29,14 @@ class StreamingHTTPProvider:
         timeout: per-phase deadlines; ``read`` is the idle-stream timeout.
         retry_policy: the retry policy (``retry.RetryPolicy``).
         on_retry: told about each retry before its wait (see ``retry.RetryNotice``).
+        limiter: the credential's shared ``ratelimit.RateLimiter``; each attempt waits on
+            it first and feeds it the response's headers and usage. ``None``: no limit.
+        on_rate_limited: told before each wait on ``limiter`` (``ratelimit.RateLimitWait``).
+
+    Attributes:
+        endpoint: host (and port) of ``base_url``, for the log: where calls go, never
+            the key.
+        catalog_id: the catalog entry this provider serves (set by ``make_provider``).
     """
 
     name = ""
@@ -39,8 +51,14 @@ class StreamingHTTPProvider:
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         retry_policy: RetryPolicy | None = None,
         on_retry: OnRetry | None = None,
+        limiter: RateLimiter | None = None,
+        on_rate_limited: OnRateLimited | None = None,
     ):
         self.model = model
+        self.catalog_id = ""
+        self.limiter = limiter
+        self.on_rate_limited = on_rate_limited
+        self._sent_bytes = 0
         self.base_url = base_url.rstrip("/")
         self.url = self._url()
         self.timeout = timeout
@@ -49,6 +67,8 @@ class StreamingHTTPProvider:
         self._api_key = api_key
         self._owns_client = http_client is None
         self._client = http_client or httpx.AsyncClient(timeout=timeout)
+        parts = urlsplit(self.base_url)
+        self.endpoint = f"{parts.hostname or ''}:{parts.port}" if parts.port else parts.hostname or ""
 
     def _url(self) -> str:
         raise NotImplementedError
@@ -76,9 +96,34 @@ class StreamingHTTPProvider:
             ProviderError: anything else the API or the transport did wrong.
         """
         body = self._body(request)
-        return await stream_with_retries(
-            lambda counted: self._stream_once(body, counted), on_delta, self.retry_policy, self.on_retry
-        )
+        # Uncached input is about what was added since the last call (the rest is a cached
+        # prefix); 4 bytes a token. The reported usage replaces the estimate afterwards.
+        grown = len(body) - self._sent_bytes
+        estimate = max(grown if grown > 0 else len(body), 4) // 4
+
+        async def attempt(counted: OnDelta) -> ModelResponse:
+            if self.limiter is None:
+                return await self._stream_once(body, counted)
+            await self.limiter.acquire(estimate, self.on_rate_limited)
+            try:
+                response = await self._stream_once(body, counted)
+            except BaseException as error:
+                self.limiter.refund(estimate)
+                if isinstance(error, ProviderError) and error.status == 429 and error.retry_after_s:
+                    # Everyone on this credential waits, not just this caller.
+                    self.limiter.pause(min(error.retry_after_s, self.retry_policy.max_retry_after_s))
+                raise
+            self.limiter.settle(estimate, response.usage)
+            return response
+
+        response = await stream_with_retries(attempt, on_delta, self.retry_policy, self.on_retry)
+        self._sent_bytes = len(body)
+        return response
+
+    def _saw_headers(self, headers: httpx.Headers) -> None:
+        """Every response's headers, errors included: rate-limit feedback."""
+        if self.limiter is not None:
+            self.limiter.observe(headers)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""

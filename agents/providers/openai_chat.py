@@ -273,7 +273,8 @@ class OpenAIChatProvider(StreamingHTTPProvider):
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
         async with post_sse(
-            self._client, self.name, self.url, headers=headers, body=body, timeout=self.timeout
+            self._client, self.name, self.url, headers=headers, body=body, timeout=self.timeout,
+            on_headers=self._saw_headers,
         ) as stream:
             assembler = _Assembler(self.name, stream.response.headers.get("x-request-id"))
             async with aclosing(aiter(stream)) as events:

@@ -423,7 +423,8 @@ class OpenAIResponsesProvider(StreamingHTTPProvider):
             "accept": "text/event-stream",
         }
         async with post_sse(
-            self._client, self.name, self.url, headers=headers, body=body, timeout=self.timeout
+            self._client, self.name, self.url, headers=headers, body=body, timeout=self.timeout,
+            on_headers=self._saw_headers,
         ) as stream:
             response_headers = stream.response.headers
             request_id = response_headers.get("x-request-id") or response_headers.get(

@@ -11,7 +11,7 @@ Nothing here logs or formats request headers, so an API key never reaches a mess
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
@@ -174,11 +174,13 @@ async def post_sse(
     headers: Mapping[str, str],
     body: bytes,
     timeout: httpx.Timeout,
+    on_headers: Callable[[httpx.Headers], None] | None = None,
 ) -> AsyncIterator[SSEStream]:
     """POST ``body`` (JSON bytes) and stream the answer's SSE events.
 
     Every httpx/httpx-sse failure inside the block, including while the caller iterates
-    the stream, is re-raised as a ``ProviderError`` (``raise ... from``).
+    the stream, is re-raised as a ``ProviderError`` (``raise ... from``). ``on_headers``
+    sees the response headers of every answer, errors included (rate-limit feedback).
 
     Raises:
         ProviderError: the HTTP status mapped by ``error_from_response``; a transport
@@ -189,6 +191,8 @@ async def post_sse(
             client, "POST", url, headers=dict(headers), content=body, timeout=timeout
         ) as source:
             response = source.response
+            if on_headers is not None:
+                on_headers(response.headers)
             if response.status_code >= 400:
                 raise error_from_response(
                     provider, response.status_code, response.headers, await response.aread()

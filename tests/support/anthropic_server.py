@@ -23,7 +23,9 @@ The API:
 * ``FIXTURES``: ``../shared/fixtures/providers`` next to the repository root.
 * ``AnthropicServer()``: context manager. ``base_url``, ``requests`` (list of
   ``RecordedRequest``: ``method``, ``path``, ``headers`` with lower-case names, ``body``
-  parsed JSON, ``raw_body``), ``enqueue(*answers)``, ``pending`` (answers left). With
+  parsed JSON, ``raw_body``), ``received_at`` (``time.monotonic()`` of each request),
+  ``enqueue(*answers)``, ``pending`` (answers left), ``headers_for(number)`` (extra
+  headers of each streamed answer; assign a function to send, say, rate-limit state). With
   the queue empty it answers HTTP 400 ``invalid_request_error`` (never retried), so a
   test that runs out of answers fails loudly.
 * Answers (``Answer``), one per request:
@@ -48,6 +50,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -82,6 +85,7 @@ class Answer:
     chunks: tuple[bytes, ...] = ()
     raw: bytes | None = None
     end: End = "finish"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -294,12 +298,14 @@ class _Handler(BaseHTTPRequestHandler):
         if answer.raw is not None:
             self.wfile.write(answer.raw)
             return
+        extra = {**dict(answer.headers), **self.server.owner.headers_for(number)}
         head = (
             "HTTP/1.1 200 OK\r\n"
             "content-type: text/event-stream; charset=utf-8\r\n"
             "cache-control: no-cache\r\n"
             f"{self.server.owner.request_id_header}: req_local_{number:06d}\r\n"
-            "transfer-encoding: chunked\r\n\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in extra.items())
+            + "transfer-encoding: chunked\r\n\r\n"
         )
         self.wfile.write(head.encode())
         for chunk in answer.chunks:
@@ -335,6 +341,7 @@ class AnthropicServer:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self.received_at: list[float] = []  # time.monotonic() of each request
         self._answers: deque[Answer] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -345,6 +352,14 @@ class AnthropicServer:
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
+
+    def headers_for(self, number: int) -> dict[str, str]:
+        """Extra headers of the streamed answer to request ``number`` (1-based); none here.
+
+        Override (or assign) to send headers computed when the answer is sent, such as
+        rate-limit state with a reset time relative to now.
+        """
+        return {}
 
     def enqueue(self, *answers: Answer) -> None:
         """Queue answers, used in order, one per request."""
@@ -360,6 +375,7 @@ class AnthropicServer:
     def _take(self, request: RecordedRequest) -> tuple[Answer | None, int]:
         with self._lock:
             self.requests.append(request)
+            self.received_at.append(time.monotonic())
             return (self._answers.popleft() if self._answers else None), len(self.requests)
 
     def __enter__(self) -> AnthropicServer:

@@ -1,0 +1,247 @@
+"""The daemon-wide rate limiter: one budget per credential, shared by every provider on it.
+
+Real local servers send the rate-limit headers; several providers (as several agents or
+sessions would hold) call them concurrently. Waits are the limiter's own, measured on
+anyio's clock; the servers' arrival times are ``time.monotonic``.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from musec.agents.catalog import load_catalog
+from musec.agents.conversation import Message, ModelRequest, TextBlock
+from musec.agents.providers import RateLimitRegistry, RateLimitWait, RetryPolicy, make_provider
+from musec.agents.providers.ratelimit import (
+    credential_id,
+    parse_duration_s,
+    rate_limit_headers,
+)
+
+from tests.support.anthropic_server import AnthropicServer, error_response, message
+from tests.support.openai_server import OpenAIServer, chat_stream
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-ant-" + "ratelimit-test-0123456789-SECRET"
+OTHER_KEY = "sk-ant-" + "ratelimit-test-other-9876-SECRET"
+
+
+def _request(text: str = "hello") -> ModelRequest:
+    return ModelRequest(model="", system="s", messages=[Message("user", [TextBlock(text)])], tools=[])
+
+
+async def _ignore(_: object) -> None:
+    pass
+
+
+class Waits:
+    """An ``on_rate_limited`` that keeps what it was told, with anyio's clock."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[float, RateLimitWait]] = []
+
+    def __call__(self, wait: RateLimitWait) -> None:
+        self.items.append((anyio.current_time(), wait))
+
+    @property
+    def reasons(self) -> set[str]:
+        return {w.reason for _, w in self.items}
+
+
+def _anthropic(server: AnthropicServer, registry: RateLimitRegistry, client: httpx.AsyncClient,
+               waits: Waits, key: str = KEY, **kwargs: object):
+    return make_provider(
+        "anthropic/claude-test", {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": server.base_url},
+        http_client=client, limiter=registry, on_rate_limited=waits, **kwargs,
+    )
+
+
+def _rfc3339_in(seconds: float) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+# --- headers and keys ---------------------------------------------------------------------
+
+
+def test_openai_durations() -> None:
+    assert parse_duration_s("1s") == 1.0
+    assert parse_duration_s("6m0s") == 360.0
+    assert parse_duration_s("20ms") == pytest.approx(0.02)
+    assert parse_duration_s("1h2m3.5s") == pytest.approx(3723.5)
+    assert parse_duration_s("0.25") == 0.25
+    assert parse_duration_s("soon") is None and parse_duration_s("5sx") is None
+
+
+def test_headers_of_both_families() -> None:
+    now = 1_760_000_000.0
+    reset = datetime.fromtimestamp(now + 30, UTC).isoformat().replace("+00:00", "Z")
+    found = rate_limit_headers(
+        {
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "49",
+            "anthropic-ratelimit-requests-reset": reset,
+            "anthropic-ratelimit-input-tokens-remaining": "29000",
+            "x-ratelimit-remaining-tokens": "1000",
+            "x-ratelimit-reset-tokens": "6m0s",
+            "anthropic-ratelimit-output-tokens-reset": "not a time",
+        },
+        now_s=now,
+    )
+    assert found["requests"] == (50.0, 49.0, pytest.approx(30.0))
+    assert found["input_tokens"] == (None, 29000.0, None)
+    assert found["tokens"] == (None, 1000.0, 360.0)
+    assert "output_tokens" not in found
+
+
+def test_limiters_are_keyed_by_a_digest_never_the_key() -> None:
+    registry = RateLimitRegistry()
+    a = registry.limiter_for("anthropic", "https://api.anthropic.com", KEY)
+    assert registry.limiter_for("anthropic", "https://api.anthropic.com/", KEY) is a
+    assert registry.limiter_for("anthropic", "https://api.anthropic.com", OTHER_KEY) is not a
+    assert registry.limiter_for("openai", "https://api.anthropic.com", KEY) is not a
+    assert len(registry) == 3
+    assert KEY not in a.credential and KEY not in repr(a) and "SECRET" not in repr(vars(registry))
+    assert a.credential == credential_id("anthropic", "https://api.anthropic.com/v1", KEY)
+    assert a.credential.startswith("anthropic:api.anthropic.com:")
+
+
+# --- shared budgets, through real servers -------------------------------------------------
+
+
+async def test_concurrent_calls_share_the_request_budget_from_headers(http_client: httpx.AsyncClient) -> None:
+    """The server allows one request per 0.3 s; four providers on one key take turns."""
+    registry, waits = RateLimitRegistry(), Waits()
+    with AnthropicServer() as server:
+        server.headers_for = lambda number: {  # type: ignore[method-assign]
+            "anthropic-ratelimit-requests-limit": "1",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": _rfc3339_in(0.3),
+        }
+        server.enqueue(*[message([{"type": "text", "text": f"answer {n}"}]) for n in range(5)])
+        providers = [_anthropic(server, registry, http_client, waits) for _ in range(4)]
+        other = _anthropic(server, registry, http_client, Waits(), key=OTHER_KEY)
+        await providers[0].complete(_request(), _ignore)  # the limiter learns the budget
+        assert waits.items == []
+        finished: dict[str, float] = {}
+        start = anyio.current_time()
+
+        async def call(name: str, provider: object) -> None:
+            await provider.complete(_request(name), _ignore)  # type: ignore[attr-defined]
+            finished[name] = anyio.current_time() - start
+
+        async with anyio.create_task_group() as tg:
+            for n, provider in enumerate(providers[1:]):
+                tg.start_soon(call, f"agent{n}", provider)
+            tg.start_soon(call, "other-key", other)
+        arrivals = list(server.received_at)
+    assert len(registry) == 2
+    assert finished["other-key"] < 0.25  # another credential's budget is its own
+    same_key = sorted(v for k, v in finished.items() if k != "other-key")
+    assert same_key[-1] >= 3 * 0.3 * 0.8, same_key
+    assert len(waits.items) >= 3 and waits.reasons == {"requests"}
+    assert all(0 < w.wait_s <= 0.31 for _, w in waits.items)
+    ours = [t for t, r in zip(arrivals, server.requests, strict=True) if r.headers["x-api-key"] == KEY]
+    gaps = [b - a for a, b in zip(ours, ours[1:], strict=False)]
+    assert len(gaps) == 3 and min(gaps) >= 0.3 * 0.8, gaps
+
+
+async def test_429_retry_after_pauses_every_caller_on_the_key(http_client: httpx.AsyncClient) -> None:
+    registry, waits_a, waits_b = RateLimitRegistry(), Waits(), Waits()
+    policy = RetryPolicy(max_attempts=2, max_retry_after_s=2.0)
+    limited = anyio.Event()
+    with AnthropicServer() as server:
+        server.enqueue(
+            error_response(429, "rate_limit_error", "Number of requests exceeded", headers={"retry-after": "0.5"}),
+            message([{"type": "text", "text": "a"}]),
+            message([{"type": "text", "text": "b"}]),
+        )
+        a = _anthropic(server, registry, http_client, waits_a, retry_policy=policy,
+                       on_retry=lambda notice: limited.set())
+        b = _anthropic(server, registry, http_client, waits_b)
+        elapsed_b = 0.0
+
+        async def call_b() -> None:
+            nonlocal elapsed_b
+            await limited.wait()
+            started = anyio.current_time()
+            await b.complete(_request("b"), _ignore)
+            elapsed_b = anyio.current_time() - started
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call_b)
+            tg.start_soon(a.complete, _request("a"), _ignore)
+        arrivals = list(server.received_at)
+    assert [w.reason for _, w in waits_b.items] == ["retry_after"]
+    assert 0.3 < waits_b.items[0][1].wait_s <= 0.5
+    assert elapsed_b >= 0.4  # b never saw a 429, yet it waited out a's retry-after
+    assert len(arrivals) == 3 and min(arrivals[1:]) - arrivals[0] >= 0.4
+
+
+async def test_reported_usage_drains_the_catalog_budget_for_everyone(
+    http_client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    (tmp_path / "models.toml").write_text(
+        '[models."anthropic/tiny-tier"]\ninput_tokens_per_minute = 60_000\n'  # 1000 a second
+    )
+    catalog = load_catalog(tmp_path)
+    registry, waits_a, waits_b = RateLimitRegistry(), Waits(), Waits()
+    with AnthropicServer() as server:
+        server.enqueue(
+            message([{"type": "text", "text": "big"}], input_tokens=60_600),
+            message([{"type": "text", "text": "small"}]),
+        )
+        credentials = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": server.base_url}
+        a, b = (make_provider("anthropic/tiny-tier", credentials, http_client=http_client, catalog=catalog,
+                              limiter=registry, on_rate_limited=w) for w in (waits_a, waits_b))
+        await a.complete(_request("a"), _ignore)
+        started = anyio.current_time()
+        await b.complete(_request("b"), _ignore)
+        elapsed = anyio.current_time() - started
+    assert waits_a.items == []
+    assert [w.reason for _, w in waits_b.items] == ["input_tokens"]
+    # 600 tokens of debt at 1000 a second, plus b's own estimate.
+    assert 0.55 <= waits_b.items[0][1].wait_s < 1.5
+    assert elapsed >= 0.5
+
+
+async def test_openai_reset_duration_without_a_limit_holds_the_next_call(
+    http_client: httpx.AsyncClient,
+) -> None:
+    registry, waits = RateLimitRegistry(), Waits()
+    with OpenAIServer() as server:
+        server.headers_for = lambda number: {  # type: ignore[method-assign]
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": "400ms",
+        }
+        server.enqueue(chat_stream("one"), chat_stream("two"))
+        credentials = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.base_url}
+        first, second = (make_provider("openai-compat/local-model", credentials, http_client=http_client,
+                                       limiter=registry, on_rate_limited=waits) for _ in range(2))
+        await first.complete(_request(), _ignore)
+        started = anyio.current_time()
+        await second.complete(_request(), _ignore)
+        elapsed = anyio.current_time() - started
+        gap = server.received_at[1] - server.received_at[0]
+    assert [w.reason for _, w in waits.items] == ["requests"]
+    assert elapsed >= 0.3 and gap >= 0.35
+
+
+async def test_a_cancelled_waiter_leaves_the_queue_and_the_budget(http_client: httpx.AsyncClient) -> None:
+    registry = RateLimitRegistry()
+    limiter = registry.limiter_for("anthropic", "http://127.0.0.1:1", KEY, {"requests": 1})
+    assert await limiter.acquire() == 0.0
+    with anyio.move_on_after(0.05):
+        await limiter.acquire()  # the one request a minute is taken: this would wait 60 s
+        pytest.fail("the second acquire did not wait")
+    limiter.observe({"anthropic-ratelimit-requests-remaining": "1",
+                     "anthropic-ratelimit-requests-reset": _rfc3339_in(0)})
+    t0 = time.monotonic()
+    with anyio.fail_after(1):
+        assert await limiter.acquire() < 0.05  # the lock was released and nothing was taken
+    assert time.monotonic() - t0 < 0.5
