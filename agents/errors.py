@@ -63,6 +63,10 @@ class TrainingDataRefused(AgentError):
     """The model's catalog entry says ``trains_on_data`` and the person has not opted in."""
 
 
+class ConfigError(AgentError):
+    """The person's ``config.toml`` is invalid."""
+
+
 class UnknownModel(AgentError):
     """The model id names no known provider."""
 

@@ -146,6 +146,7 @@ class Agent:
             self.record(
                 "model_request", provider=self.provider.name, model=self.provider.model,
                 digest=request_digest(request), messages=len(request.messages),
+                endpoint=getattr(self.provider, "endpoint", ""), catalog_id=getattr(self.provider, "catalog_id", ""),
             )
             started = time.monotonic()
             try:
@@ -161,6 +162,7 @@ class Agent:
                 usage=msgspec.to_builtins(response.usage),
                 model=response.model or self.provider.model,
                 provider=self.provider.name,
+                endpoint=getattr(self.provider, "endpoint", ""), catalog_id=getattr(self.provider, "catalog_id", ""),
                 provider_ids=response.provider_ids,
                 latency_s=round(time.monotonic() - started, 3),
                 cost_usd=round(self.cost_of(response.usage), 8) if self.cost_of else 0.0,

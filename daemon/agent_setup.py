@@ -54,8 +54,13 @@ def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, cred
     try:
         catalog = load_catalog(daemon.paths.config)
         entry = catalog.resolve(req.model)
+        from musec.agents.providers.data_use import training_allowed
+
         provider = make_provider(req.model, credentials, agent_id="main", http_client=daemon.http, catalog=catalog,
-                                 on_retry=lambda notice: _record_retry(session, notice))
+                                 on_retry=lambda notice: _record_retry(session, notice),
+                                 limiter=daemon.rate_limits, allow_training_data=training_allowed(daemon.paths.config, workspace),
+                                 on_rate_limited=lambda wait: session.record("rate_limited", agent="main", credential=wait.credential,
+                                                                             wait_s=wait.wait_s, reason=wait.reason))
     except AgentError as exc:
         raise BadRequest(str(exc)) from exc
     mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if os.uname().sysname == "Darwin" else "bwrap")

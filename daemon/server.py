@@ -97,6 +97,9 @@ class Daemon:
         self.tg: anyio.abc.TaskGroup | None = None
         self.http: Any = None
         self.started_at = time.time()
+        from musec.agents.providers.ratelimit import RateLimitRegistry
+
+        self.rate_limits = RateLimitRegistry()  # one limiter per credential, for every session
 
     # -- serving ------------------------------------------------------------------
 
