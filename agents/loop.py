@@ -17,11 +17,11 @@ from typing import Any, Protocol
 import anyio
 import msgspec
 
-from .approval import decide
 from .conversation import ModelRequest, ToolCallBlock, request_digest
 from .errors import AgentError, ProviderError, ProviderOverloaded, ProviderUnreachable
 from .faults import armed, crash_at
 from .history import History
+from .permissions import Policy, Verdict
 from .providers.base import Provider, TextDelta
 from .tools.base import Tool, ToolContext, ToolOutput
 
@@ -112,7 +112,8 @@ class Agent:
         self.cost_of = cost_of
         self.budget_usd = budget_usd
         self.history = History(agent_id)
-        self.always_allowed: set[str] = set()
+        # Approval rules and "always" answers; the daemon sets the session's (agent_setup).
+        self.policy = Policy(workspace=ctx.workspace)
 
     def record(self, type: str, *, sync: bool = False, **fields: Any) -> dict[str, Any]:
         """Record an event of this agent; the session folds it into every agent's history."""
@@ -202,19 +203,19 @@ class Agent:
             self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
                         content=f"the tool was not run: its input is not a valid JSON object ({call.input_error}); send the call again")
             return
-        decision = "allow" if call.name in self.always_allowed else decide(self.approval_mode, tool.access)
-        if decision == "ask":
-            self.record("approval_requested", call_id=call.id, tool=call.name, input=call.input, sync=True)
+        described = self.policy.call(call.name, tool.access, call.input, tool.paths(call.input))
+        verdict = self.policy.decide(self.approval_mode, described)
+        if verdict.decision == "ask":
+            self.record("approval_requested", call_id=call.id, tool=call.name, input=call.input, sync=True, **verdict.fields())
             answer, by = await self._ask(self.agent_id, call, tool)
-            self.record("approval_resolved", call_id=call.id, decision=answer, by=by, sync=True)
-            if answer == "always":
-                self.always_allowed.add(call.name)
-            decision = "deny" if answer == "deny" else "allow"
-        if decision == "deny":
-            why = "the person denied it" if self.approval_mode == "ask" else f"approval mode {self.approval_mode} does not allow {tool.access} calls"
-            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True, content=f"not run: {why}")
+            saved = self.policy.remember(described) if answer == "always" else {}
+            self.record("approval_resolved", call_id=call.id, decision=answer, by=by, sync=True, **saved)
+            verdict = Verdict("deny" if answer == "deny" else "allow", verdict.rule, "person")
+        if verdict.decision == "deny":
+            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
+                        content=verdict.refusal(self.approval_mode, tool.access), **verdict.fields())
             return
-        self.record("tool_started", call_id=call.id, tool=call.name, input=call.input, sync=True)
+        self.record("tool_started", call_id=call.id, tool=call.name, input=call.input, sync=True, **verdict.fields())
         crash_at("after_tool_started")
         t0 = time.monotonic()
         if armed("during_tool"):
@@ -222,7 +223,10 @@ class Agent:
                 tg.start_soon(tool.run, call.input, self.ctx)
                 await anyio.sleep(0.2)
                 crash_at("during_tool")
-        output = await tool.run(call.input, self.ctx)
+        try:
+            output = await tool.run(call.input, self.ctx)
+        except Exception as exc:  # a tool's bug is the call's error, never the session's end
+            output = ToolOutput(content=f"the tool failed: {type(exc).__name__}: {exc}", is_error=True)
         crash_at("before_tool_finished")
         self._finish(call, output, time.monotonic() - t0)
 

@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--approval", choices=APPROVALS, default=None, help=f"default: {approval_default}")
         sp.add_argument("--max-turns", type=int, default=None, help="model turns per message (default: 50)")
         sp.add_argument("--sandbox", choices=("auto", "bwrap", "seatbelt", "off"), default="auto")
+        sp.add_argument("--trust", action="store_true",
+                        help="trust this workspace's .musec/ files (project config, hooks, skills) as they are now")
 
     session_opts(parser, "ask")  # `musec --model M` opens an interactive session
     sub = parser.add_subparsers(dest="command")
@@ -75,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     gc = sub.add_parser("gc", help="remove sessions (not live ones) last active longer ago than an age, with their blobs")
     gc.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
     gc.add_argument("--dry-run", action="store_true")
+
+    workers = sub.add_parser("workers", help="a session's fan-out workers: branch, state, commits, tokens, cost")
+    workers.add_argument("session_id")
+    workers.add_argument("--json", action="store_true")
+    apply_ = sub.add_parser("apply", help="bring a session's integrated fan-out result onto your branch (git merge)")
+    apply_.add_argument("session_id")
 
     models = sub.add_parser("models", help="the model catalog: ids, aliases, context, prices")
     models.add_argument("--json", action="store_true")
@@ -123,6 +131,10 @@ def dispatch(args: argparse.Namespace) -> int:
             return cmd_gc(args)
         case "models":
             return cmd_models(args)
+        case "workers":
+            return cmd_workers(args)
+        case "apply":
+            return cmd_apply(args)
         case "daemon":
             from .service import cmd_daemon
 
@@ -186,7 +198,8 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
         task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
         interactive=interactive, end_when_idle=not interactive, sandbox=args.sandbox, redact=secret_values(),
-        budget_usd=budget_usd,
+        budget_usd=budget_usd, trust=bool(getattr(args, "trust", False)),
+        ask_trust=interactive and not getattr(args, "trust", False),
     )
 
 
@@ -266,6 +279,10 @@ def follow_run(
             case p.Event():
                 if events is not None:
                     events.append(json.loads(msg.line))
+                if msg.seq == 0 and b'"note"' in msg.line:
+                    note = (json.loads(msg.line).get("trust") or {}).get("note")
+                    if note:
+                        print(f"musec: {safe(note)}", file=sys.stderr)
                 if output_format == "stream-json":
                     sys.stdout.write(msg.line.decode() + "\n")
                     sys.stdout.flush()
@@ -465,4 +482,39 @@ def cmd_models(args: argparse.Namespace) -> int:
         ctx = f"{m.context_window_tokens // 1000}k" if m.context_window_tokens else "?"
         print(f"{m.id:<36} {','.join(m.aliases)[:18]:<18} {ctx:>8} {m.input_per_mtok:>7.2f} {m.cached_input_per_mtok:>7.2f} "
               f"{m.output_per_mtok:>8.2f}  {'YES' if m.trains_on_data else 'no'}")
+    return exitcodes.OK
+
+
+def cmd_workers(args: argparse.Namespace) -> int:
+    conn = connect()
+    try:
+        r = conn.request(p.ListWorkers(id=conn.next_id(), session_id=args.session_id))
+    except RequestFailed as exc:
+        print(f"musec: {exc}", file=sys.stderr)
+        return request_error_code(exc)
+    if args.json:
+        print(json.dumps({"session_id": r.session_id, "integration": r.integration, "workers": [
+            {"name": w.name, "branch": w.branch, "state": w.state, "commits": w.commits, "path": w.path,
+             "input_tokens": w.input_tokens, "output_tokens": w.output_tokens, "cost_usd": w.cost_usd}
+            for w in r.workers]}))
+        return exitcodes.OK
+    if not r.workers:
+        print(f"session {r.session_id} started no workers")
+        return exitcodes.OK
+    for w in r.workers:
+        print(f"{w.name:<16} {w.state:<14} {w.commits:>2} commit(s)  {w.input_tokens + w.output_tokens:>8} tokens  "
+              f"${w.cost_usd:.4f}  {w.branch}")
+    if r.integration:
+        print(f"integration {r.integration}")
+    return exitcodes.OK
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    conn = connect()
+    try:
+        r = conn.request(p.ApplyIntegration(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
+    except RequestFailed as exc:
+        print(f"musec: {exc}", file=sys.stderr)
+        return request_error_code(exc)
+    print(f"{r.branch}: {r.how} {r.old_head[:12]} -> {r.new_head[:12]}")
     return exitcodes.OK

@@ -28,7 +28,26 @@ def tool_env() -> dict[str, str]:
 
 
 def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Agent:
-    """The main agent of a new session.
+    """The main agent of a session: the default tools plus ``spawn_workers``.
+
+    Raises:
+        BadRequest: see ``build_agent``.
+    """
+    from musec.agents.workers.tool import SpawnWorkersTool
+
+    from .fanout import FanOut
+
+    fanout = FanOut(daemon, session, req, credentials)
+    return build_agent(daemon, session, req, credentials, extra_tools=[SpawnWorkersTool(fanout)])
+
+
+def build_agent(
+    daemon: Daemon, session: Session, req: p.StartSession, credentials: dict[str, str], *,
+    agent_id: str = "main", workspace: Path | None = None, extra_tools: list[Any] | None = None,
+    prompt_suffix: str = "",
+) -> Agent:
+    """An agent of a session: ``main`` in the session's workspace, or a worker in its
+    worktree (``agent_id="worker:NAME"``, ``workspace`` the worktree).
 
     Raises:
         BadRequest: the model id, approval mode or sandbox mode is not valid, or the
@@ -50,16 +69,16 @@ def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, cred
         raise BadRequest("--max-turns must be at least 1")
     from musec.agents.catalog import load_catalog
 
-    workspace = Path(req.workspace).resolve()
+    workspace = (workspace or Path(req.workspace)).resolve()
     try:
         catalog = load_catalog(daemon.paths.config)
         entry = catalog.resolve(req.model)
         from musec.agents.providers.data_use import training_allowed
 
-        provider = make_provider(req.model, credentials, agent_id="main", http_client=daemon.http, catalog=catalog,
+        provider = make_provider(req.model, credentials, agent_id=agent_id, http_client=daemon.http, catalog=catalog,
                                  on_retry=lambda notice: _record_retry(session, notice),
                                  limiter=daemon.rate_limits, allow_training_data=training_allowed(daemon.paths.config, workspace),
-                                 on_rate_limited=lambda wait: session.record("rate_limited", agent="main", credential=wait.credential,
+                                 on_rate_limited=lambda wait: session.record("rate_limited", agent=agent_id, credential=wait.credential,
                                                                              wait_s=wait.wait_s, reason=wait.reason))
     except AgentError as exc:
         raise BadRequest(str(exc)) from exc
@@ -70,23 +89,68 @@ def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, cred
         sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval)),
         state_dir=daemon.paths.state,
     )
+    policy = permission_policy(daemon, req, workspace)
     blobs = BlobStore(daemon.paths.blobs)
-    return Agent(
-        agent_id="main",
+    agent = Agent(
+        agent_id=agent_id,
         provider=provider,
-        tools=default_tools(),
+        tools=[*default_tools(), *(extra_tools or [])],
         ctx=ctx,
         record=session.record,
         ask=session.ask,
         on_delta=session.delta,
         approval_mode=req.approval,
         max_turns=req.max_turns,
-        system_prompt=system_prompt(workspace),
+        system_prompt=system_prompt(workspace) + prompt_suffix,
         store_blob=blobs.put,
         session_id=session.id,
         cost_of=entry.cost_usd,
         budget_usd=req.budget_usd,
     )
+    agent.policy = policy
+    return agent
+
+
+class TrustRequired(BadRequest):
+    """An interactive client asked to be told: the workspace's project files need trust."""
+
+    code = "trust_required"
+
+
+def permission_policy(daemon: Daemon, req: p.StartSession, workspace: Path) -> Any:
+    """The approval rules of an agent in ``workspace`` (the session's workspace or a
+    worker's worktree): the user's, those scoped to the session's workspace, and the
+    project's once the session's workspace is trusted (DESIGN §11). "Always allow" is
+    saved to the user's config for the session's workspace.
+
+    Raises:
+        TrustRequired: ``req.ask_trust``, not ``req.trust``, and the project files need
+            trust (the message lists them).
+        BadRequest: a config file or rule is malformed (the message names the file).
+    """
+    from musec.agents.config import ConfigError, add_workspace_rules, load_project_rules, load_user_config
+    from musec.agents.permissions import Policy
+    from musec.agents.trust import check_trust
+
+    session_workspace = Path(req.workspace).resolve()
+    try:
+        user = load_user_config(daemon.paths.config)
+        trust = check_trust(session_workspace, daemon.paths.state, trust_now=req.trust,
+                            trusted_by_config=user.trusts(session_workspace))
+        if trust.needs_trust and req.ask_trust:
+            raise TrustRequired(trust.prompt())
+        rules = user.rules_for(session_workspace)
+        if trust.trusted:
+            rules += load_project_rules(session_workspace)
+    except ConfigError as exc:
+        raise BadRequest(str(exc)) from exc
+    except OSError as exc:
+        raise BadRequest(f"the trust record under {daemon.paths.state} cannot be written ({exc.strerror or exc})") from exc
+
+    def save(texts: list[str]) -> str:
+        return str(add_workspace_rules(daemon.paths.config, session_workspace, texts))
+
+    return Policy(rules=rules, workspace=workspace, save=save, trust=trust)
 
 
 def _record_retry(session: Session, notice: Any) -> None:
@@ -133,4 +197,6 @@ def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -
         "musec_version": p.__version__,
         "pid": os.getpid(),
         "git": git_base(workspace),
+        "trust": {**agent.policy.trust.fields(), "note": agent.policy.trust.note()} if agent.policy.trust else {"state": "none"},
+        "rules": [{"rule": r.text, "action": r.action, "source": r.source} for r in agent.policy.rules],
     }

@@ -56,6 +56,12 @@ class StartSession(_Msg, tag="start_session"):
     ``interactive`` says a person can answer approvals; a headless run that needs one
     ends with ``exit_reason="needs_approval"``. ``end_when_idle`` ends the session when
     the agent stops (headless ``musec run``).
+
+    ``trust`` trusts the workspace's project files (``.musec/``) as they are now and records
+    it (``--trust``, or the person's yes). ``ask_trust`` (an interactive client that can
+    ask) makes an untrusted workspace with project files refuse with ``trust_required``,
+    the message listing what would apply; the client asks and sends the request again
+    with ``trust`` or without ``ask_trust``. Neither: such files are ignored.
     """
 
     id: int
@@ -71,6 +77,8 @@ class StartSession(_Msg, tag="start_session"):
     title: str = ""
     redact: list[str] = []
     budget_usd: float = 0.0
+    trust: bool = False
+    ask_trust: bool = False
 
 
 class ResumeSession(_Msg, tag="resume_session"):
@@ -155,6 +163,20 @@ class CollectSessions(_Msg, tag="collect_sessions"):
     dry_run: bool = False
 
 
+class ListWorkers(_Msg, tag="list_workers"):
+    """A session's fan-out workers: branch, state, commits, tokens and cost."""
+
+    id: int
+    session_id: str
+
+
+class ApplyIntegration(_Msg, tag="apply_integration"):
+    """Bring a session's integrated fan-out result onto the person's branch, through git."""
+
+    id: int
+    session_id: str
+
+
 class ListModels(_Msg, tag="list_models"):
     """The model catalog: the shipped default merged with the user's models.toml."""
 
@@ -196,7 +218,7 @@ class Shutdown(_Msg, tag="shutdown"):
 
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | ApprovalAnswer | Interrupt
-    | EndSession | ListSessions | ListModels | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
+    | EndSession | ListSessions | ListModels | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
 )
 
 
@@ -352,6 +374,38 @@ class Models(_Msg, tag="models"):
     models: list[ModelInfo]
 
 
+class WorkerInfo(msgspec.Struct, frozen=True):
+    """One worker: ``state`` is running, finished, error, time_limit, needs_approval..."""
+
+    name: str
+    branch: str
+    state: str
+    commits: int = 0
+    path: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    instruction: str = ""
+
+
+class Workers(_Msg, tag="workers"):
+    id: int
+    session_id: str
+    workers: list[WorkerInfo]
+    integration: str = ""
+
+
+class Applied(_Msg, tag="applied"):
+    """``how``: fast-forward, merge or up-to-date."""
+
+    id: int
+    session_id: str
+    branch: str
+    old_head: str
+    new_head: str
+    how: str
+
+
 class Collected(_Msg, tag="collected"):
     id: int
     sessions: list[str]
@@ -370,7 +424,7 @@ class StatusReply(_Msg, tag="status_reply"):
 
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | Delta | Idle | SessionEnded | Resync
-    | Sessions | LogLines | VerifyResult | ReplayResult | Models | Collected | StatusReply
+    | Sessions | LogLines | VerifyResult | ReplayResult | Models | Workers | Applied | Collected | StatusReply
 )
 
 

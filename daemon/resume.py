@@ -140,7 +140,6 @@ def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
     from musec.agents.conversation import request_digest
     from musec.agents.history import History
     from musec.agents.loop import Agent
-    from musec.agents.tools import default_tools
     from musec.agents.tools.base import ToolContext
 
     sid = daemon.resolve_id(session_id)
@@ -151,15 +150,16 @@ def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
     except LogCorrupt as exc:
         return p.ReplayResult(id=request_id, session_id=sid, ok=False, events=0, model_requests=0, turns=0, problems=[str(exc)])
     started = _started(events[0] if events else None, path)
+    prompts = {ev["agent"]: ev.get("system_prompt", "") for ev in events if ev.get("type") == "agent_spawned"}
     agents: dict[str, Agent] = {}
 
     def agent_for(agent_id: str, ev: dict[str, Any]) -> Agent:
         if agent_id not in agents:
             agents[agent_id] = Agent(
                 agent_id=agent_id, provider=_ReplayModel(ev.get("provider", ""), ev.get("model", "")),
-                tools=default_tools(), ctx=ToolContext(workspace=Path(started["workspace"]), env={}),
+                tools=_tools_for(agent_id, started), ctx=ToolContext(workspace=Path(started["workspace"]), env={}),
                 record=_no_record, ask=_no_ask, on_delta=_no_delta, approval_mode="auto", max_turns=1,
-                system_prompt=started.get("system_prompt", ""), store_blob=_no_blob, session_id=sid,
+                system_prompt=prompts.get(agent_id, started.get("system_prompt", "")), store_blob=_no_blob, session_id=sid,
             )
             agents[agent_id].history = History(agent_id)
             for earlier in events[: ev["seq"]]:
@@ -181,6 +181,22 @@ def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
     turns = sum(1 for ev in events if ev.get("type") == "model_response")
     return p.ReplayResult(id=request_id, session_id=sid, ok=not problems, events=len(events), model_requests=requests,
                           turns=turns, problems=problems, next_request_digest=next_digest)
+
+
+def _tools_for(agent_id: str, started: dict[str, Any]) -> list[Any]:
+    """The tools an agent was offered, in order: the main agent's are named in
+    ``session_started``; workers get the default tools."""
+    from musec.agents.tools import default_tools
+    from musec.agents.workers.tool import SpawnWorkersTool
+
+    available = {t.name: t for t in [*default_tools(), SpawnWorkersTool(_no_fanout)]}
+    if agent_id != "main":
+        return default_tools()
+    return [available[name] for name in started.get("tools", []) if name in available]
+
+
+async def _no_fanout(tasks: Any) -> Any:  # pragma: no cover - replay runs no tool
+    raise RuntimeError("replay runs no tool")
 
 
 def _no_record(*args: Any, **kwargs: Any) -> dict[str, Any]:  # pragma: no cover - replay records nothing

@@ -372,6 +372,14 @@ class Connection:
             case p.EndSession():
                 self._live(msg.session_id).end()
                 await self.send(p.Ok(id=msg.id))
+            case p.ListWorkers():
+                from .fanout import list_workers
+
+                await self.send(list_workers(d, msg.session_id, msg.id))
+            case p.ApplyIntegration():
+                from .fanout import apply_integration
+
+                await self.send(apply_integration(d, msg.session_id, msg.id))
             case p.ListModels():
                 await self.send(p.Models(id=msg.id, models=list_models(d)))
             case p.ListSessions():

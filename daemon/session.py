@@ -65,6 +65,7 @@ class Session:
         self.subscribers: list[Subscriber] = []
         self.approvals: dict[str, PendingApproval] = {}
         self.agent: Any = None  # agents.loop.Agent, set by the daemon
+        self.workers: dict[str, Any] = {}  # worker agents of a fan-out, by agent id
         self.status = "running"
         self.ended = anyio.Event()
         self._inputs_send, self._inputs = anyio.create_memory_object_stream[tuple[str, str]](INPUT_BUFFER)
@@ -85,6 +86,8 @@ class Session:
         event = msgspec.json.decode(line)
         if self.agent is not None:
             self.agent.history.apply(event)
+        for worker in self.workers.values():
+            worker.history.apply(event)
         if type == "model_response":
             self._count(event)
         self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)
@@ -260,6 +263,10 @@ class Session:
                 f"the event log could not be written ({exc.strerror or exc}); nothing after it was done. "
                 f"Free space, then resume with `musec run --resume {self.id}`")
             log.error("session_paused", session_id=self.id, error=str(exc))
+        except Exception as exc:  # supervision at the edge: a bug ends this session, not the daemon
+            log.exception("session_failed", session_id=self.id)
+            reason, message = "error", (f"musec failed inside the session ({type(exc).__name__}: {exc}); the log is kept: "
+                                        f"resume with `musec run --resume {self.id}`")
         finally:
             with anyio.CancelScope(shield=True):
                 self._finish(reason, result, message, write=not paused)

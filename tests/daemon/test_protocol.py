@@ -37,6 +37,8 @@ CLIENT_MSGS = [
     p.CollectSessions(id=18, older_than_s=86400.0, dry_run=True),
     p.UserInput(id=19, session_id="abc", text="again", client_msg_id="m-1"),
     p.ListModels(id=20),
+    p.ListWorkers(id=21, session_id="abc"),
+    p.ApplyIntegration(id=22, session_id="abc"),
 ]
 
 DAEMON_MSGS = [
@@ -61,6 +63,9 @@ DAEMON_MSGS = [
     p.ReplayResult(id=13, session_id="s", ok=True, events=9, model_requests=2, turns=2, next_request_digest="ab"),
     p.ReplayResult(id=13, session_id="s", ok=False, events=9, model_requests=2, turns=2, problems=["seq 3"]),
     p.Collected(id=14, sessions=["s"], bytes_freed=10),
+    p.Workers(id=16, session_id="s", workers=[p.WorkerInfo("a", "musec/s/a", "finished", 1, "/w", 5, 6, 0.1, "do")],
+              integration="ok"),
+    p.Applied(id=17, session_id="s", branch="main", old_head="a" * 40, new_head="b" * 40, how="fast-forward"),
     p.Models(id=15, models=[p.ModelInfo("anthropic/x", "anthropic", ["x"], 200000, 64000, 3.0, 0.3, 3.75, 15.0, False)]),
     p.StatusReply(id=12, pid=3, socket="/s", version="1", sessions=["a", "b"], home="/h", log_file="/f"),
 ]

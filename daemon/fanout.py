@@ -1,0 +1,235 @@
+"""Running a fan-out for a session: worktrees, worker agents, integration (DESIGN §9).
+
+``FanOut`` is the runner behind the main agent's ``spawn_workers`` tool. Every step is an
+event of the session log: ``worker_spawned`` (with the base commit, branch and worktree),
+the workers' own model and tool events (agent ``worker:NAME``), ``worker_finished``
+(outcome and commit) and ``integration`` (merges, conflicts, the test run). The person's
+working copy is only read (to snapshot uncommitted changes); it changes only through
+``musec apply``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import structlog
+
+from . import protocol as p
+
+if TYPE_CHECKING:
+    from musec.agents.tools.base import ToolOutput
+
+    from .server import Daemon
+    from .session import Session
+
+log = structlog.get_logger("musec.fanout")
+
+WORKER_TIME_LIMIT_S = 900.0
+INTEGRATION_TEST_TIMEOUT_S = 600.0
+
+_WORKER_PROMPT = """
+
+You are worker {name} of a fan-out: one of several agents working in parallel, each in its
+own Git worktree at {path} on branch {branch}. Do only your own task. Your changes are
+committed on your branch when you stop; then every branch is merged and tested together.
+When you are done, say in one or two sentences what you changed."""
+
+
+class FanOut:
+    """The ``spawn_workers`` runner of one session."""
+
+    def __init__(self, daemon: Daemon, session: Session, req: p.StartSession, credentials: dict[str, str]) -> None:
+        self.daemon = daemon
+        self.session = session
+        self.req = req
+        self.credentials = credentials
+
+    async def __call__(self, tasks: list[dict[str, str]]) -> ToolOutput:
+        from musec.agents.tools.base import ToolOutput
+        from musec.agents.workers import (
+            WorkerError,
+            commit_all,
+            create_worktree,
+            detect_test_command,
+            integrate,
+            prepare_base,
+        )
+
+        s, state = self.session, self.daemon.paths.state
+        repo = Path(self.req.workspace)
+        try:
+            base = await anyio.to_thread.run_sync(functools.partial(prepare_base, repo, s.id, dirty="snapshot"))
+            trees = []
+            for task in tasks:
+                tree = await anyio.to_thread.run_sync(create_worktree, repo, state, s.id, task["name"], base)
+                trees.append(tree)
+        except WorkerError as exc:
+            return ToolOutput(content=f"spawn_workers: {exc}", is_error=True)
+        for task, tree in zip(tasks, trees, strict=True):
+            s.record("worker_spawned", sync=True, worker=task["name"], instruction=task["instruction"],
+                     branch=tree.branch, path=str(tree.path), base_commit=base.commit, base_head=base.head,
+                     base_branch=base.branch, snapshot=base.snapshot, dirty_paths=list(base.dirty_paths))
+        outcomes: dict[str, Any] = {}
+        async with anyio.create_task_group() as tg:
+            for task, tree in zip(tasks, trees, strict=True):
+                tg.start_soon(self._run_worker, task, tree, outcomes)
+        lines = [base.note]
+        branches = []
+        for task, tree in zip(tasks, trees, strict=True):
+            name = task["name"]
+            outcome = outcomes.get(name)
+            reason = outcome.exit_reason if outcome else "error"
+            commit = await anyio.to_thread.run_sync(functools.partial(commit_all, tree, f"musec worker {name}: {task['instruction'][:60]}"))
+            s.record("worker_finished", worker=name, exit_reason=reason, commit=commit, branch=tree.branch,
+                     result=(outcome.result if outcome else "")[:2000], message=(outcome.message if outcome else "")[:500])
+            lines.append(f"worker {name}: {reason}{', committed ' + commit[:12] if commit else ', no changes'} on {tree.branch}"
+                         + (f" — {outcome.result.strip()[:300]}" if outcome and outcome.result.strip() else ""))
+            branches.append(tree.branch)
+        # The interpreter by name: the sandbox hides a venv that lives under /tmp.
+        test_command = detect_test_command(repo, None, python="python3")
+        result = await integrate(repo, state, s.id, base, branches, test_command, timeout_s=INTEGRATION_TEST_TIMEOUT_S,
+                                 wrap=self._sandbox_wrap())
+        tests = result.tests
+        s.record("integration", sync=True, branch=result.merge.branch, head=result.merge.head,
+                 base_commit=base.commit, base_head=base.head, base_branch=base.branch, snapshot=base.snapshot,
+                 merged=[m.branch for m in result.merge.merged],
+                 conflicts=[{"branch": c.branch, "files": [{"path": f.path, "ours": f.ours, "theirs": f.theirs}
+                                                           for f in c.files]} for c in result.merge.conflicts],
+                 test_command=str(result.test_command) if result.test_command else None,
+                 tests_passed=tests.passed if tests else None,
+                 failing_tests=list(tests.failing_tests) if tests else [],
+                 test_output=tests.output[-4000:] if tests else "", ok=result.ok)
+        lines.append(result.summary())
+        if result.ok:
+            lines.append(f"The integrated result is on {result.merge.branch}; the person brings it home with `musec apply {s.id}`.")
+        return ToolOutput(content="\n".join(lines), is_error=False)
+
+    async def _run_worker(self, task: dict[str, str], tree: Any, outcomes: dict[str, Any]) -> None:
+        """Run one worker agent to its end; a failure is its outcome, never the session's."""
+        from musec.agents.loop import Outcome
+
+        from .agent_setup import build_agent
+
+        name = task["name"]
+        agent_id = f"worker:{name}"
+        try:
+            agent = build_agent(self.daemon, self.session, self.req, self.credentials, agent_id=agent_id,
+                                workspace=tree.path,
+                                prompt_suffix=_WORKER_PROMPT.format(name=name, path=tree.path, branch=tree.branch))
+            self.session.workers[agent_id] = agent
+            self.session.record("agent_spawned", agent=agent_id, role="worker", workspace=str(tree.path),
+                                system_prompt=agent.system_prompt, tools=list(agent.tools), sync=True)
+            self.session.record("user_message", agent=agent_id, text=task["instruction"], sync=True)
+            with anyio.move_on_after(WORKER_TIME_LIMIT_S) as scope:
+                outcomes[name] = await agent.run()
+            if scope.cancelled_caught:
+                outcomes[name] = Outcome("time_limit", message=f"stopped after {WORKER_TIME_LIMIT_S:.0f} s")
+        except Exception as exc:  # supervision at the edge: a worker never takes the session down
+            log.exception("worker_failed", session_id=self.session.id, worker=name)
+            outcomes[name] = Outcome("error", message=f"{type(exc).__name__}: {exc}")
+
+    def _sandbox_wrap(self) -> Any:
+        """Run the integration's tests in the same sandbox as the agents' commands."""
+        import os
+
+        from musec.agents.tools.base import SandboxPolicy
+        from musec.agents.tools.sandbox import bwrap_argv, find_bwrap
+
+        from .agent_setup import tool_env
+
+        if self.req.sandbox == "off" or os.uname().sysname == "Darwin":
+            return None
+        bwrap = find_bwrap()
+        if bwrap is None:
+            return None
+        env = tool_env()
+
+        def wrap(argv: list[str], cwd: Path) -> list[str]:
+            return bwrap_argv(SandboxPolicy(), cwd, env, argv, bwrap=bwrap)
+
+        return wrap
+
+
+def list_workers(daemon: Daemon, session_id: str, request_id: int) -> p.Workers:
+    """A session's workers, from its log (the source of truth) and the branches' commits."""
+    from musec.agents.workers import WorkerError, worker_states
+
+    from .eventlog import iter_events
+
+    sid = daemon.resolve_id(session_id)
+    spawned: dict[str, dict[str, Any]] = {}
+    finished: dict[str, dict[str, Any]] = {}
+    usage: dict[str, list[float]] = {}
+    workspace, integration, base = "", "", ""
+    for ev in iter_events(daemon.log_path(sid)):
+        kind = ev.get("type")
+        if kind == "session_started":
+            workspace = ev.get("workspace", "")
+        elif kind == "worker_spawned":
+            spawned[ev["worker"]] = ev
+            base = ev.get("base_commit", base)
+        elif kind == "worker_finished":
+            finished[ev["worker"]] = ev
+        elif kind == "integration":
+            integration = f"{ev.get('branch')} at {str(ev.get('head'))[:12]}: " + (
+                "ok" if ev.get("ok") else f"{len(ev.get('conflicts') or [])} conflict(s), tests "
+                + ("passed" if ev.get("tests_passed") else "FAILED" if ev.get("tests_passed") is False else "not run"))
+        elif kind == "model_response" and str(ev.get("agent", "")).startswith("worker:"):
+            u = usage.setdefault(ev["agent"].removeprefix("worker:"), [0, 0, 0.0])
+            u[0] += int((ev.get("usage") or {}).get("input_tokens", 0))
+            u[1] += int((ev.get("usage") or {}).get("output_tokens", 0))
+            u[2] += float(ev.get("cost_usd", 0.0))
+    commits: dict[str, int] = {}
+    if spawned and workspace:
+        try:
+            commits = {w.worker: w.commits for w in worker_states(workspace, sid, base)}
+        except (WorkerError, OSError):
+            commits = {}
+    out = []
+    for name, ev in spawned.items():
+        state = finished[name].get("exit_reason", "finished") if name in finished else (
+            "running" if sid in daemon.sessions else "interrupted")
+        u = usage.get(name, [0, 0, 0.0])
+        out.append(p.WorkerInfo(name=name, branch=ev.get("branch", ""), state=state, commits=commits.get(name, 0),
+                                path=ev.get("path", ""), input_tokens=int(u[0]), output_tokens=int(u[1]),
+                                cost_usd=round(u[2], 8), instruction=ev.get("instruction", "")[:200]))
+    return p.Workers(id=request_id, session_id=sid, workers=out, integration=integration)
+
+
+def apply_integration(daemon: Daemon, session_id: str, request_id: int) -> p.Applied:
+    """Merge the session's latest integration into the person's branch (git only).
+
+    Raises:
+        BadRequest: no integration, a failed one, or git refused (the message says why).
+    """
+    from musec.agents.workers import WorkerError, apply
+
+    from .errors import BadRequest
+    from .eventlog import iter_events
+
+    sid = daemon.resolve_id(session_id)
+    workspace, integration = "", None
+    for ev in iter_events(daemon.log_path(sid)):
+        if ev.get("type") == "session_started":
+            workspace = ev.get("workspace", "")
+        elif ev.get("type") == "integration":
+            integration = ev
+    if integration is None:
+        raise BadRequest(f"session {sid} has no integrated fan-out result to apply")
+    if not integration.get("ok"):
+        raise BadRequest(f"the integration of session {sid} did not pass (conflicts or failing tests); "
+                         "see `musec workers " + sid + "`")
+    try:
+        result = apply(workspace, integration["branch"], expected_head=integration["base_head"],
+                       snapshot=integration["base_commit"] if integration.get("snapshot") else None)
+    except WorkerError as exc:
+        raise BadRequest(str(exc)) from exc
+    session = daemon.sessions.get(sid)
+    if session is not None:
+        session.record("integration_applied", branch=result.branch, old_head=result.old_head,
+                       new_head=result.new_head, how=result.how, sync=True)
+    return p.Applied(id=request_id, session_id=sid, branch=result.branch, old_head=result.old_head,
+                     new_head=result.new_head, how=result.how)

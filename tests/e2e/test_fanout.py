@@ -1,0 +1,129 @@
+"""Fan-out end to end: workers in worktrees, integration tests on the merged tree, apply."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Musec
+
+CALC = "def add(a, b):\n    return a + b\n"
+TEST_CALC = "import unittest\n\nfrom calc import add\n\n\nclass CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
+DOUBLE = "from calc import add\n\n\ndef double(x):\n    return add(x, x)\n"
+TEST_DOUBLE = "import unittest\n\nfrom double import double\n\n\nclass DoubleTest(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(double(4), 8)\n"
+RUN = {"tool": "bash", "input": {"command": "python3 -m unittest -q 2>&1"}}
+
+WORKERS = {
+    "rename": [
+        [{"tool": "edit_file", "input": {"path": "calc.py", "old_string": "def add(", "new_string": "def plus("}}],
+        [{"tool": "edit_file", "input": {"path": "test_calc.py", "old_string": "add", "new_string": "plus", "replace_all": True}}],
+        [RUN], [{"expect_result": "OK"}, {"text": "Renamed add to plus."}],
+    ],
+    "feature": [
+        [{"tool": "write_file", "input": {"path": "double.py", "content": DOUBLE}}],
+        [{"tool": "write_file", "input": {"path": "test_double.py", "content": TEST_DOUBLE}}],
+        [RUN], [{"expect_result": "OK"}, {"text": "Added double()."}],
+    ],
+    "docs": [
+        [{"tool": "write_file", "input": {"path": "NOTES.md", "content": "calc: small arithmetic helpers\n"}}],
+        [{"text": "Wrote notes."}],
+    ],
+}
+
+
+def _repo(tmp_path: Path) -> Path:
+    import pygit2
+
+    repo_dir = tmp_path / "calc"
+    repo_dir.mkdir()
+    (repo_dir / "calc.py").write_text(CALC)
+    (repo_dir / "test_calc.py").write_text(TEST_CALC)
+    (repo_dir / ".gitignore").write_text("__pycache__/\n")
+    repo = pygit2.init_repository(str(repo_dir), initial_head="main")
+    repo.index.add_all()
+    repo.index.write()
+    sig = pygit2.Signature("test", "test@example.invalid")
+    repo.create_commit("HEAD", sig, sig, "calc", repo.index.write_tree(), [])
+    return repo_dir
+
+
+def _fingerprint(repo: Path) -> dict[str, str]:
+    """Every file of the working copy, plus the index, HEAD and the branch ref."""
+    out = {}
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo)
+        if path.is_file() and (rel.parts[0] != ".git" or str(rel) in (".git/index", ".git/HEAD", ".git/refs/heads/main")):
+            out[str(rel)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _script(tmp_path: Path, names: list[str], expect: str) -> Path:
+    tasks = [{"name": n, "instruction": f"do the {n} part"} for n in names]
+    script = {
+        "turns": [[{"tool": "spawn_workers", "input": {"tasks": tasks}}],
+                  [{"expect_result": expect}, {"text": "Fan-out done."}]],
+        "agents": {f"worker:{n}": {"turns": WORKERS[n]} for n in names},
+    }
+    path = tmp_path / "fanout.json"
+    path.write_text(json.dumps(script))
+    return path
+
+
+def test_green_branches_that_break_together_are_caught(musec: Musec, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    before = _fingerprint(repo)
+    script = _script(tmp_path, ["rename", "feature", "docs"], "tests FAILED")
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--output-format", "json", "split it", cwd=repo)
+    sid = json.loads(proc.stdout)["session_id"]
+    if proc.returncode != 0:
+        print(musec("log", sid, "--json").stdout[-6000:])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _fingerprint(repo) == before  # the person's working copy is byte-identical
+
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    integration = next(e for e in events if e["type"] == "integration")
+    assert integration["tests_passed"] is False and not integration["ok"]
+    assert any("test_double" in t for t in integration["failing_tests"])
+    assert sorted(e["worker"] for e in events if e["type"] == "worker_finished") == ["docs", "feature", "rename"]
+    assert all(e["exit_reason"] == "finished" for e in events if e["type"] == "worker_finished")
+    assert musec("log", "verify", sid).returncode == 0
+    replay = musec.json("replay", sid, "--json")
+    assert replay["ok"] and replay["model_requests"] == 2 + 4 + 4 + 2  # main and each worker, re-derived
+
+    workers = musec.json("workers", sid, "--json")
+    assert {w["name"]: w["commits"] for w in workers["workers"]} == {"rename": 1, "feature": 1, "docs": 1}
+    assert "FAILED" in workers["integration"]
+    refused = musec("apply", sid)
+    assert refused.returncode == 2 and "did not pass" in refused.stderr
+
+
+def test_clean_integration_is_applied_through_git(musec: Musec, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    script = _script(tmp_path, ["feature", "docs"], "tests passed")
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--output-format", "json", "split it", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    assert not (repo / "double.py").exists()
+
+    applied = musec("apply", sid)
+    assert applied.returncode == 0, applied.stderr
+    assert "main:" in applied.stdout
+    assert (repo / "double.py").read_text() == DOUBLE and (repo / "NOTES.md").exists()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, env=musec.env)
+    assert status.stdout == ""
+    again = musec("apply", sid)
+    assert again.returncode == 2  # HEAD moved since the fan-out: refused, nothing changed
+
+
+@pytest.mark.parametrize("tasks", [[], [{"name": "a b", "instruction": "x"}], [{"name": "integration", "instruction": "x"}]])
+def test_bad_spawn_input_is_answered_not_run(musec: Musec, tmp_path: Path, tasks: list) -> None:
+    repo = _repo(tmp_path)
+    script = tmp_path / "bad.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "spawn_workers", "input": {"tasks": tasks}}],
+                                            [{"expect_result": "spawn_workers:"}, {"text": "ok"}]]}))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
