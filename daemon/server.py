@@ -203,6 +203,8 @@ class Daemon:
             if info.id in self.sessions or now - info.updated_at < older_than_s:
                 continue
             path = self.log_path(info.id)
+            if not dry_run and not self._remove_worktrees(info):
+                continue  # a worker worktree holds uncommitted work: keep the session too
             removed.append(info.id)
             if not dry_run:
                 for extra in (path, path.with_name(path.name + ".torn")):
@@ -212,6 +214,21 @@ class Daemon:
         if removed and not dry_run:
             freed += self._collect_blobs()
         return removed, freed
+
+    def _remove_worktrees(self, info: p.SessionInfo) -> bool:
+        """Remove a session's worktrees and branches; False when one holds uncommitted work."""
+        if not (self.paths.state / "worktrees" / info.id).exists() or not info.workspace:
+            return True
+        from musec.agents.workers import WorkerError, remove_worktrees
+
+        try:
+            removal = remove_worktrees(info.workspace, self.paths.state, info.id)
+        except (WorkerError, OSError) as exc:
+            log.warning("worktrees_not_removed", session_id=info.id, error=str(exc))
+            return False
+        if removal.kept:
+            log.info("worktrees_kept", session_id=info.id, kept=removal.message)
+        return not removal.kept
 
     def _collect_blobs(self) -> int:
         referenced: set[str] = set()

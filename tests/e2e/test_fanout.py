@@ -127,3 +127,19 @@ def test_bad_spawn_input_is_answered_not_run(musec: Musec, tmp_path: Path, tasks
                                             [{"expect_result": "spawn_workers:"}, {"text": "ok"}]]}))
     proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_gc_removes_worktrees_but_never_uncommitted_work(musec: Musec, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    script = _script(tmp_path, ["feature", "docs"], "tests passed")
+    first = json.loads(musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--output-format", "json",
+                             "one", cwd=repo).stdout)["session_id"]
+    second = json.loads(musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--output-format", "json",
+                              "two", cwd=repo).stdout)["session_id"]
+    trees = musec.home / "state" / "worktrees"
+    (trees / second / "docs" / "scratch.txt").write_text("work in progress\n")
+    done = musec("gc", "--older-than", "0s")
+    assert done.returncode == 0 and first in done.stdout and second not in done.stdout
+    assert not (trees / first).exists() and (trees / second / "docs" / "scratch.txt").exists()
+    branches = subprocess.run(["git", "branch", "--list", "musec/*"], cwd=repo, capture_output=True, text=True, env=musec.env)
+    assert first not in branches.stdout and second in branches.stdout
