@@ -1,0 +1,418 @@
+"""Approval rules: ``bash(pytest *)``, ``edit(src/**)``, ``read(~/.ssh/**)`` under allow, ask, deny.
+
+A rule is ``KIND(PATTERN)`` or a bare ``KIND`` (every call of that kind). Kinds and the
+tools they cover:
+
+| kind             | tools                       | the pattern is matched against            |
+|------------------|-----------------------------|-------------------------------------------|
+| ``bash``         | ``bash``                    | each simple command of the command line   |
+| ``edit``/``write`` | ``edit_file``, ``write_file`` | the path, relative to the workspace     |
+| ``read``         | ``read_file``, ``glob``, ``grep`` | the path (``glob``/``grep``: the search base) |
+
+Command patterns: ``*`` is any run of characters, ``?`` one character, ``\\`` escapes; a
+trailing `` *`` also matches the bare command (``pytest *`` matches ``pytest``). The
+command line is split at ``;``, ``&&``, ``||``, ``|``, ``&``, parentheses and newlines:
+an allow rule lets a command through only when every part is allowed, and never one with
+``$(...)``, backticks or ``<(...)`` (those fall back to the mode); a deny or ask rule
+matches when any part (including text inside substitutions and quotes) matches.
+
+Path patterns are the ``glob`` tool's globs (``**``, ``*``, ``?``, ``[a-z]``, ``{a,b}``;
+a pattern without ``/`` matches the file name at any depth). ``~`` expands to the home
+directory; an absolute pattern matches the absolute path, a relative one the path inside
+the workspace (after symlinks are resolved).
+
+Precedence: deny wins over ask over allow. Rules refine the approval mode
+(``approval.decide``): a deny rule denies in every mode, an ask rule asks even in ``auto``
+(not in ``never``, which never asks),
+an allow rule lets a call through without asking in ``ask`` mode; ``read-only`` still
+refuses every write. Everything here is pure but ``Policy.decide``, which resolves paths.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .approval import Decision, decide
+from .errors import AgentError
+from .tools.globmatch import compile_glob
+
+__all__ = [
+    "ACTIONS",
+    "KINDS",
+    "Call",
+    "Policy",
+    "Rule",
+    "RuleError",
+    "Verdict",
+    "command_segments",
+    "decide_call",
+    "parse_rule",
+    "rules_for_call",
+]
+
+ACTIONS = ("allow", "ask", "deny")
+KINDS: dict[str, tuple[str, ...]] = {
+    "bash": ("bash",),
+    "edit": ("edit_file", "write_file"),
+    "write": ("edit_file", "write_file"),
+    "read": ("read_file", "glob", "grep"),
+}
+_KIND_OF_TOOL = {tool: kind for kind, tools in KINDS.items() if kind != "write" for tool in tools}
+_RULE = re.compile(r"\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
+_SUBSTITUTION = ("$(", "`", "<(", ">(")
+_SEPARATOR_CHARS = set(";&|()\n")
+EXAMPLES = "bash(pytest *), edit(src/**), read(~/.ssh/**)"
+
+
+class RuleError(ValueError):
+    """A rule is malformed; the message quotes it and shows the syntax."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One parsed rule.
+
+    ``text`` as written; ``action`` allow/ask/deny; ``kind`` a key of ``KINDS``;
+    ``pattern`` ``None`` for a bare kind; ``source`` ``user`` or ``project``; ``origin``
+    where it was written (a file and table), for messages.
+    """
+
+    text: str
+    action: str
+    kind: str
+    pattern: str | None
+    source: str = "user"
+    origin: str = ""
+    regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    absolute: bool = False
+    tools: tuple[str, ...] = ()
+
+    def covers(self, tool: str) -> bool:
+        return tool in self.tools
+
+
+def parse_rule(text: object, action: str, *, source: str = "user", origin: str = "", home: str | None = None) -> Rule:
+    """Parse one rule written under ``action`` (allow/ask/deny).
+
+    Args:
+        text: the rule, e.g. ``"bash(pytest *)"``.
+        home: what ``~`` expands to (default: the home directory).
+
+    Raises:
+        RuleError: the rule is not a string, not ``KIND(PATTERN)``, names an unknown
+            kind, or has an empty pattern.
+    """
+    if action not in ACTIONS:
+        raise RuleError(f"unknown rule list {action!r}; use allow, ask or deny")
+    if not isinstance(text, str):
+        raise RuleError(f"rule {text!r} is not a string; write rules as strings like {EXAMPLES}")
+    m = _RULE.fullmatch(text)
+    if m is None:
+        hint = "it is not closed with ')'" if "(" in text and not text.rstrip().endswith(")") else "it is not KIND(PATTERN)"
+        raise RuleError(f"rule {text!r} is malformed: {hint}; write rules like {EXAMPLES}")
+    kind, pattern = m.group(1).lower(), m.group(2)
+    if kind not in KINDS:
+        raise RuleError(f"rule {text!r} names unknown tool kind {kind!r}; use bash(...), edit(...), write(...) or read(...)")
+    if pattern is not None:
+        pattern = pattern.strip()
+        if not pattern:
+            raise RuleError(f"rule {text!r} has an empty pattern; write {kind}(*) or {kind} for every call")
+        if pattern in ("*", "**"):
+            pattern = None
+    regex, absolute = None, False
+    if pattern is not None:
+        if kind == "bash":
+            regex = _command_regex(pattern)
+        else:
+            expanded = _expand_home(pattern, home)
+            absolute = expanded.startswith("/")
+            try:
+                regex = compile_glob(expanded)
+            except ValueError as exc:
+                raise RuleError(f"rule {text!r}: {exc}") from None
+    return Rule(text.strip(), action, kind, pattern, source, origin, regex, absolute, KINDS[kind])
+
+
+def _expand_home(pattern: str, home: str | None) -> str:
+    if pattern == "~" or pattern.startswith("~/"):
+        base = home if home is not None else os.path.expanduser("~")
+        return base.rstrip("/") + pattern[1:]
+    return pattern
+
+
+def _command_regex(pattern: str) -> re.Pattern[str]:
+    pat = " ".join(pattern.split())
+    tail = pat.endswith(" *") and not pat.endswith("\\ *")
+    if tail:
+        pat = pat[:-2]
+    out, i = [], 0
+    while i < len(pat):
+        c = pat[i]
+        if c == "\\" and i + 1 < len(pat):
+            out.append(re.escape(pat[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if c == "*" else "." if c == "?" else re.escape(c))
+        i += 1
+    return re.compile("".join(out) + ("(?: .*)?" if tail else ""), re.DOTALL)
+
+
+def _normalize(text: str) -> str:
+    return " ".join(text.split())
+
+
+def command_segments(command: str) -> list[str] | None:
+    """The simple commands of a command line, each with its words joined by one space.
+
+    Split at ``;``, ``&``, ``|``, ``&&``, ``||``, ``|&``, parentheses and newlines;
+    redirections stay with their command. ``None`` when the line cannot be split (an
+    unclosed quote).
+    """
+    lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
+    lex.whitespace = " \t\r"
+    lex.commenters = ""
+    lex.whitespace_split = True
+    segments: list[list[str]] = [[]]
+    try:
+        for token in lex:
+            if token and set(token) <= _SEPARATOR_CHARS:
+                segments.append([])
+            else:
+                segments[-1].append(token)
+    except ValueError:
+        return None
+    return [_normalize(" ".join(words)) for words in segments if words]
+
+
+def _deny_candidates(command: str) -> set[str]:
+    """Every text a deny or ask rule is tried on: the whole line, its simple commands,
+    and the pieces between any shell punctuation or quote (so text inside ``$(...)``,
+    backticks or quotes is seen too)."""
+    found = {_normalize(command)}
+    found.update(command_segments(command) or [])
+    found.update(_normalize(piece) for piece in re.split(r"[;&|()\n`\"'$<>{}]", command))
+    found.discard("")
+    return found
+
+
+@dataclass(frozen=True)
+class Call:
+    """What the rules see of a tool call.
+
+    ``tool`` the tool's name; ``access`` read/write/execute; ``command`` for ``bash``;
+    ``paths`` for file tools: pairs of (absolute path, path relative to the workspace or
+    ``None`` when outside it), symlinks resolved.
+    """
+
+    tool: str
+    access: str
+    command: str | None = None
+    paths: tuple[tuple[str, str | None], ...] = ()
+
+
+def _path_matches(rule: Rule, abs_path: str, rel_path: str | None) -> bool:
+    if rule.regex is None:
+        return True
+    if rule.absolute:
+        return rule.regex.fullmatch(abs_path.lstrip("/")) is not None
+    return rel_path is not None and rule.regex.fullmatch(rel_path) is not None
+
+
+def _matches_any_part(rule: Rule, call: Call) -> bool:
+    """Deny and ask rules: any part of the call matches."""
+    if not rule.covers(call.tool):
+        return False
+    if rule.regex is None:
+        return True
+    if rule.kind == "bash":
+        return call.command is not None and any(rule.regex.fullmatch(c) for c in _deny_candidates(call.command))
+    return any(_path_matches(rule, a, r) for a, r in call.paths)
+
+
+def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
+    """Allow rules: the rules that together let every part of the call through, or []."""
+    rules = [r for r in rules if r.covers(call.tool)]
+    bare = [r for r in rules if r.regex is None]
+    if bare:
+        return bare[:1]
+    if call.tool == "bash":
+        if call.command is None or any(s in call.command for s in _SUBSTITUTION):
+            return []
+        parts = command_segments(call.command)
+        if not parts:
+            return []
+        used: list[Rule] = []
+        for part in parts:
+            rule = next((r for r in rules if r.regex is not None and r.regex.fullmatch(part)), None)
+            if rule is None:
+                return []
+            if rule not in used:
+                used.append(rule)
+        return used
+    if not call.paths:
+        return []
+    used = []
+    for a, r in call.paths:
+        rule = next((x for x in rules if _path_matches(x, a, r)), None)
+        if rule is None:
+            return []
+        if rule not in used:
+            used.append(rule)
+    return used
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A decision and what made it: ``source`` is ``user``/``project`` (a rule, quoted in
+    ``rule``), ``mode`` (the approval mode) or ``person`` (someone answered)."""
+
+    decision: Decision
+    rule: str = ""
+    source: str = "mode"
+    origin: str = ""
+
+    def fields(self) -> dict[str, str]:
+        """The fields added to the log events of this call."""
+        return {"rule": self.rule, "source": self.source}
+
+    def refusal(self, mode: str, access: str) -> str:
+        """Why the call was not run, for the model (one line)."""
+        if self.source == "person":
+            return "not run: the person denied it"
+        if self.source == "mode":
+            return f"not run: approval mode {mode} does not allow {access} calls"
+        where = f" ({self.origin})" if self.origin else ""
+        return f"not run: the {self.source} rule deny {self.rule}{where} forbids it"
+
+
+def _joined(rules: list[Rule]) -> tuple[str, str, str]:
+    return ", ".join(r.text for r in rules), rules[0].source, rules[0].origin
+
+
+def decide_call(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict:
+    """The decision for ``call`` under ``mode`` refined by ``rules`` (deny > ask > allow).
+
+    Raises:
+        UnknownApprovalMode: ``mode`` is not an approval mode.
+    """
+    base = decide(mode, call.access)
+    deny = [r for r in rules if r.action == "deny" and _matches_any_part(r, call)]
+    if deny:
+        return Verdict("deny", *_joined(deny[:1]))
+    if base == "deny":
+        return Verdict("deny")
+    ask = [r for r in rules if r.action == "ask" and _matches_any_part(r, call)]
+    if ask and mode != "never":
+        return Verdict("ask", *_joined(ask[:1]))
+    allow = _allowing([r for r in rules if r.action == "allow"], call)
+    if allow:
+        return Verdict("allow", *_joined(allow))
+    return Verdict(base)
+
+
+def rules_for_call(call: Call, workspace: str) -> list[str]:
+    """Allow rules a person's "always" makes of ``call``: each command's first word + `` *``
+    for ``bash``; for files the directory (``edit(src/**)``), or the name of a file at the
+    top of the workspace (``edit(setup.py)``); ``[]`` for tools no rule kind covers."""
+    kind = _KIND_OF_TOOL.get(call.tool)
+    if kind is None:
+        return []
+    if kind == "bash":
+        command = call.command or ""
+        parts = None if any(s in command for s in _SUBSTITUTION) else command_segments(command)
+        if not parts:
+            return [f"bash({_escape(_normalize(command))})"] if command.strip() else []
+        words = dict.fromkeys(_escape(part.split(" ")[0]) for part in parts)
+        return [f"bash({w} *)" for w in words]
+    out: list[str] = []
+    for abs_path, rel in call.paths or ((workspace, "."),):
+        if rel is None:
+            pattern = _escape_glob(os.path.dirname(abs_path).rstrip("/")) + "/**"
+        elif "/" in rel:
+            pattern = _escape_glob(rel.rsplit("/", 1)[0]) + "/**"
+        else:
+            pattern = "**" if rel == "." else _escape_glob(rel)
+        out.append(f"{kind}({pattern})")
+    return list(dict.fromkeys(out))
+
+
+def _escape(text: str) -> str:
+    return re.sub(r"([*?\\])", r"\\\1", text)
+
+
+def _escape_glob(text: str) -> str:
+    return re.sub(r"([*?\[\]{}\\])", r"\\\1", text)
+
+
+# --- the policy an agent holds -----------------------------------------------------------
+
+
+@dataclass
+class Policy:
+    """An agent's rules and how a person's "always" is kept.
+
+    Args:
+        rules: parsed rules, in any order (precedence does not depend on it).
+        workspace: the agent's workspace (paths are matched relative to it).
+        save: persists new allow rules (texts) and returns where, e.g. the user config;
+            ``None`` keeps them for this agent only.
+        trust: what the trust check found (``trust.TrustStatus``), for the log.
+    """
+
+    rules: list[Rule] = field(default_factory=list)
+    workspace: Path | None = None
+    save: Callable[[list[str]], str] | None = None
+    trust: Any = None
+
+    def call(self, tool: str, access: str, input: dict[str, Any], paths: Iterable[str]) -> Call:
+        """Describe a call for the rules; file paths are resolved against the workspace."""
+        if tool == "bash":
+            command = input.get("command") if isinstance(input, dict) else None
+            return Call(tool, access, command=command if isinstance(command, str) else None)
+        if tool not in _KIND_OF_TOOL:
+            return Call(tool, access)
+        raws = [p for p in paths if isinstance(p, str) and p and "\0" not in p]
+        if not raws and _KIND_OF_TOOL[tool] == "read":
+            raws = ["."]
+        workspace = os.path.realpath(self.workspace or os.getcwd())
+        resolved = []
+        for raw in raws:
+            abs_path = os.path.realpath(os.path.join(workspace, raw))
+            rel = os.path.relpath(abs_path, workspace) if _within(abs_path, workspace) else None
+            resolved.append((abs_path, rel))
+        return Call(tool, access, paths=tuple(resolved))
+
+    def decide(self, mode: str, call: Call) -> Verdict:
+        """``decide_call`` with this policy's rules."""
+        return decide_call(mode, call, self.rules)
+
+    def remember(self, call: Call) -> dict[str, Any]:
+        """A person said "always": allow calls like ``call`` from now on (and save the rules).
+
+        Returns the fields for the ``approval_resolved`` event: ``saved_rules`` and
+        ``saved_to`` (or ``save_error``). A call no rule kind covers is allowed by tool
+        name for this agent only.
+        """
+        texts = rules_for_call(call, str(self.workspace or "."))
+        if not texts:
+            texts = [f"{call.tool}"]
+            self.rules.append(Rule(call.tool, "allow", "tool", None, "person", "always allow", tools=(call.tool,)))
+            return {"saved_rules": texts, "saved_to": ""}
+        for text in texts:
+            self.rules.append(parse_rule(text, "allow", source="user", origin="always allow"))
+        if self.save is None:
+            return {"saved_rules": texts, "saved_to": ""}
+        try:
+            return {"saved_rules": texts, "saved_to": self.save(texts)}
+        except (OSError, ValueError, AgentError) as exc:
+            return {"saved_rules": texts, "saved_to": "", "save_error": str(exc)[:300]}
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

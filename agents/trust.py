@@ -1,0 +1,222 @@
+"""Workspace trust (DESIGN §11): a project's own config, hooks and skills apply only once
+the person trusts what they hold.
+
+What trust covers (the *manifest*): ``.musec/config.toml`` (project config), every file
+under ``.musec/hooks/`` (commands musec will run at lifecycle points) and every file under
+``.musec/skills/`` (``SKILL.md`` and what it brings). Trust is recorded in
+``<state dir>/trust.json`` (0600) against a sha256 over the manifest (paths, executable
+bits, symlink targets, contents); when any of it changes the workspace is untrusted again
+until the person trusts the new content. A workspace listed in the person's
+``trusted_workspaces`` is trusted whatever it holds. A run is never trusted implicitly:
+headless runs need ``--trust``, a matching record or that config entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Item", "TrustStatus", "TrustStore", "check_trust", "content_hash", "project_items"]
+
+TRUST_FILE = "trust.json"
+MAX_ITEMS = 2000
+
+
+@dataclass(frozen=True)
+class Item:
+    """One file trust covers: ``path`` relative to the workspace; ``kind`` is ``config``,
+    ``hook`` or ``skill``; ``executable`` when it can run as a program (a hook always
+    can, through its interpreter); ``link`` the symlink's target, if it is one."""
+
+    path: str
+    kind: str
+    sha256: str
+    executable: bool = False
+    link: str = ""
+
+    def describe(self) -> str:
+        what = {"config": "project config: permission rules", "hook": "hook: runs as a command",
+                "skill": "skill: instructions and files for the model"}[self.kind]
+        extra = " (executable)" if self.executable and self.kind != "hook" else ""
+        link = f" -> {_shown(self.link)}" if self.link else ""
+        return f"{_shown(self.path)}{link} ({what}){extra}"
+
+
+def _shown(name: str) -> str:
+    """A file name as one line of plain text (control characters escaped)."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in name)
+
+
+def _file_item(workspace: Path, path: Path, kind: str) -> Item:
+    rel = path.relative_to(workspace).as_posix()
+    link = os.readlink(path) if path.is_symlink() else ""
+    digest = hashlib.sha256()
+    executable = False
+    try:
+        st = path.stat()
+        executable = bool(st.st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+        if stat.S_ISREG(st.st_mode):
+            with path.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(chunk)
+        else:
+            digest.update(b"<not a regular file>")
+    except OSError as exc:
+        digest.update(f"<unreadable: {exc.strerror}>".encode())
+    return Item(rel, kind, digest.hexdigest(), executable or kind == "hook", link)
+
+
+def _walk(workspace: Path, root: Path, kind: str, out: list[Item]) -> None:
+    if root.is_symlink() or not root.is_dir():
+        if root.is_symlink() or root.exists():
+            out.append(_file_item(workspace, root, kind))
+        return
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        base = Path(dirpath)
+        # Symlinked directories are not walked into: each is an item of its own.
+        names = sorted([*filenames, *(d for d in dirnames if (base / d).is_symlink())])
+        for name in names:
+            out.append(_file_item(workspace, base / name, kind))
+            if len(out) > MAX_ITEMS:
+                return
+
+
+def project_items(workspace: Path) -> list[Item]:
+    """What trust covers in ``workspace``, sorted by path; ``[]`` when there is nothing."""
+    musec = workspace / ".musec"
+    if not musec.is_dir():
+        return []
+    out: list[Item] = []
+    config = musec / "config.toml"
+    if config.exists() or config.is_symlink():
+        out.append(_file_item(workspace, config, "config"))
+    _walk(workspace, musec / "hooks", "hook", out)
+    _walk(workspace, musec / "skills", "skill", out)
+    return sorted(out, key=lambda i: i.path)
+
+
+def content_hash(items: list[Item]) -> str:
+    """sha256 over the manifest; ``""`` when there is nothing to trust."""
+    if not items:
+        return ""
+    h = hashlib.sha256(b"musec-trust-v1\n")
+    for i in items:
+        h.update(json.dumps([i.path, i.kind, i.sha256, i.executable, i.link]).encode() + b"\n")
+    return h.hexdigest()
+
+
+class TrustStore:
+    """``<state dir>/trust.json``: ``{"workspaces": {path: {"sha256", "trusted_at", "files"}}}``."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / TRUST_FILE
+
+    def load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+        except FileNotFoundError:
+            return {"version": 1, "workspaces": {}}
+        except (OSError, ValueError):
+            # A damaged record trusts nothing; the next trust rewrites it.
+            return {"version": 1, "workspaces": {}}
+        if not isinstance(data, dict) or not isinstance(data.get("workspaces"), dict):
+            return {"version": 1, "workspaces": {}}
+        return data
+
+    def trusted_hash(self, workspace: Path) -> str:
+        entry = self.load()["workspaces"].get(str(workspace))
+        return entry.get("sha256", "") if isinstance(entry, dict) else ""
+
+    def record(self, workspace: Path, sha256: str, items: list[Item]) -> None:
+        """Trust ``workspace`` as it is now (atomic write, 0600)."""
+        data = self.load()
+        data["workspaces"][str(workspace)] = {
+            "sha256": sha256, "trusted_at": time.time(), "files": [i.path for i in items],
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".trust.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+@dataclass(frozen=True)
+class TrustStatus:
+    """The trust check's result.
+
+    ``state``: ``none`` (nothing to trust), ``trusted``, ``untrusted`` (never trusted)
+    or ``changed`` (trusted once, changed since). ``by``: ``--trust``, ``record`` or
+    ``config`` when trusted. ``items``: the manifest.
+    """
+
+    workspace: str
+    state: str
+    sha256: str = ""
+    by: str = ""
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def trusted(self) -> bool:
+        return self.state == "trusted"
+
+    @property
+    def needs_trust(self) -> bool:
+        return self.state in ("untrusted", "changed")
+
+    def prompt(self) -> str:
+        """One line for the person: what is untrusted and everything that would apply."""
+        why = "changed since you trusted it" if self.state == "changed" else "not trusted"
+        listing = "; ".join(i.describe() for i in self.items)
+        return f"workspace {self.workspace} is {why}; trusting it applies: {listing}"
+
+    def note(self) -> str:
+        """One line for a headless run whose project files are ignored ("" when none are)."""
+        if not self.needs_trust:
+            return ""
+        why = "changed since it was trusted" if self.state == "changed" else "not trusted"
+        files = ", ".join(i.path for i in self.items)
+        return f"workspace {why}: ignoring {files}; pass --trust to apply them"
+
+    def fields(self) -> dict[str, Any]:
+        """For the ``session_started`` event."""
+        return {"state": self.state, "by": self.by, "sha256": self.sha256,
+                "items": [{"path": i.path, "kind": i.kind, "executable": i.executable, "sha256": i.sha256}
+                          for i in self.items]}
+
+
+def check_trust(workspace: Path, state_dir: Path, *, trust_now: bool = False, trusted_by_config: bool = False) -> TrustStatus:
+    """Whether ``workspace``'s project files apply; ``trust_now`` (the person said so, e.g.
+    ``--trust``) records trust for the content as it is now.
+
+    Raises:
+        OSError: ``trust_now`` and the record cannot be written.
+    """
+    workspace = workspace.resolve()
+    items = project_items(workspace)
+    digest = content_hash(items)
+    if not items:
+        return TrustStatus(str(workspace), "none")
+    if trust_now:
+        TrustStore(state_dir).record(workspace, digest, items)
+        return TrustStatus(str(workspace), "trusted", digest, "--trust", items)
+    if trusted_by_config:
+        return TrustStatus(str(workspace), "trusted", digest, "config", items)
+    recorded = TrustStore(state_dir).trusted_hash(workspace)
+    if recorded == digest:
+        return TrustStatus(str(workspace), "trusted", digest, "record", items)
+    return TrustStatus(str(workspace), "changed" if recorded else "untrusted", digest, "", items)

@@ -1,0 +1,247 @@
+"""Approval rules: the parser, the matcher and the precedence of deny > ask > allow over modes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from musec.agents.permissions import (
+    Call,
+    Policy,
+    RuleError,
+    command_segments,
+    decide_call,
+    parse_rule,
+    rules_for_call,
+)
+
+SETTINGS = settings(max_examples=200, deadline=None)
+WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-./=,:", min_size=1, max_size=10).filter(
+    lambda w: not w.startswith("-"))
+SEPARATORS = st.sampled_from([";", "&&", "||", "|", "&", "\n", " ; ", " && "])
+
+
+def _bash(command: str) -> Call:
+    return Call("bash", "execute", command=command)
+
+
+def _file(tool: str, rel: str, workspace: str = "/w") -> Call:
+    access = "read" if tool in ("read_file", "glob", "grep") else "write"
+    return Call(tool, access, paths=((f"{workspace}/{rel}", rel),))
+
+
+def _rules(**lists: list[str]) -> list:
+    return [parse_rule(text, action, home="/home/u") for action, texts in lists.items() for text in texts]
+
+
+# --- parsing -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, kind, pattern", [
+    ("bash(pytest *)", "bash", "pytest *"),
+    ("Bash(npm run test)", "bash", "npm run test"),
+    ("edit(src/**)", "edit", "src/**"),
+    ("write(docs/*.md)", "write", "docs/*.md"),
+    ("read(~/.ssh/**)", "read", "~/.ssh/**"),
+    ("read", "read", None),
+    ("bash(*)", "bash", None),
+    ("  edit ( src/** )  ", "edit", "src/**"),
+])
+def test_rules_parse(text: str, kind: str, pattern: str | None) -> None:
+    rule = parse_rule(text, "allow")
+    assert (rule.kind, rule.pattern, rule.action) == (kind, pattern, "allow")
+
+
+@pytest.mark.parametrize("text, says", [
+    ("bash(pytest *", "not closed"),
+    ("shell(ls)", "unknown tool kind 'shell'"),
+    ("bash()", "empty pattern"),
+    ("bash(ls) extra", "malformed"),
+    ("", "malformed"),
+    (42, "not a string"),
+])
+def test_malformed_rules_say_what_is_wrong_and_show_the_syntax(text: object, says: str) -> None:
+    with pytest.raises(RuleError) as info:
+        parse_rule(text, "deny")
+    message = str(info.value)
+    assert says in message and "\n" not in message
+    assert "bash(" in message  # the fix: the syntax
+
+
+@given(st.text(max_size=40), st.sampled_from(["allow", "ask", "deny"]))
+@SETTINGS
+def test_any_text_parses_or_raises_rule_error(text: str, action: str) -> None:
+    try:
+        rule = parse_rule(text, action)
+    except RuleError:
+        return
+    assert rule.action == action and rule.text == text.strip()
+
+
+# --- commands ----------------------------------------------------------------------------
+
+
+def test_command_segments_split_at_control_operators_and_keep_redirections() -> None:
+    assert command_segments("python3 -m unittest -q 2>&1") == ["python3 -m unittest -q 2 >& 1"]
+    assert command_segments("cd x && make -j4 | tee 'log file'; echo done\nls") == [
+        "cd x", "make -j4", "tee log file", "echo done", "ls"]
+    assert command_segments("(cd a; b) &") == ["cd a", "b"]
+    assert command_segments("echo 'unclosed") is None
+
+
+@given(WORD, st.lists(WORD, max_size=4))
+@SETTINGS
+def test_a_first_word_rule_allows_that_command_with_any_arguments(word: str, args: list[str]) -> None:
+    rules = _rules(allow=[f"bash({word} *)"])
+    command = " ".join([word, *args])
+    verdict = decide_call("ask", _bash(command), rules)
+    assert verdict.decision == "allow" and verdict.rule == f"bash({word} *)" and verdict.source == "user"
+
+
+@given(WORD, st.lists(WORD, max_size=3), SEPARATORS, st.lists(WORD, min_size=1, max_size=3))
+@SETTINGS
+def test_an_allow_rule_never_covers_a_second_command(word: str, args: list[str], sep: str, other: list[str]) -> None:
+    if other[0] == word:
+        return
+    rules = _rules(allow=[f"bash({word} *)"])
+    for command in (f"{' '.join([word, *args])}{sep}{' '.join(other)}", f"{word} $({' '.join(other)})",
+                    f"{word} `{' '.join(other)}`", f"{word} <({' '.join(other)})"):
+        assert decide_call("ask", _bash(command), rules).decision == "ask", command
+
+
+@given(st.lists(st.lists(WORD, min_size=1, max_size=3), min_size=1, max_size=4), SEPARATORS,
+       st.integers(min_value=0, max_value=4), st.sampled_from(["{}", "$({})", "`{}`", '"$({})"', "'{}'"]))
+@SETTINGS
+def test_a_deny_rule_catches_its_command_anywhere_in_the_line(
+    commands: list[list[str]], sep: str, at: int, wrap: str,
+) -> None:
+    parts = [" ".join(c) for c in commands]
+    parts.insert(min(at, len(parts)), wrap.format("curl -s http://x"))
+    rules = _rules(allow=["bash"], deny=["bash(curl *)"])
+    verdict = decide_call("auto", _bash(sep.join(parts)), rules)
+    assert verdict.decision == "deny" and verdict.rule == "bash(curl *)"
+
+
+@given(st.text(max_size=60))
+@SETTINGS
+def test_matching_any_command_never_raises(command: str) -> None:
+    rules = _rules(allow=["bash(git *)", "bash(pytest)"], ask=["bash(git push *)"], deny=["bash(rm -rf *)"])
+    assert decide_call("ask", _bash(command), rules).decision in ("allow", "ask", "deny")
+    assert decide_call("ask", _bash(command), _rules(allow=["bash"])).decision == "allow"
+
+
+def test_command_patterns() -> None:
+    rules = _rules(allow=["bash(pytest *)", "bash(git status)", r"bash(echo \*)"])
+    assert decide_call("ask", _bash("pytest"), rules).decision == "allow"
+    assert decide_call("ask", _bash("pytest   -x  tests/"), rules).decision == "allow"
+    assert decide_call("ask", _bash("pytestx"), rules).decision == "ask"
+    assert decide_call("ask", _bash("git status"), rules).decision == "allow"
+    assert decide_call("ask", _bash("git status --short"), rules).decision == "ask"
+    assert decide_call("ask", _bash("echo *"), rules).decision == "allow"
+    assert decide_call("ask", _bash("echo hi"), rules).decision == "ask"
+
+
+# --- paths -------------------------------------------------------------------------------
+
+
+def test_path_patterns() -> None:
+    rules = _rules(allow=["edit(src/**)"], deny=["edit(*.lock)", "read(~/.ssh/**)", "read(secrets/**)"])
+    assert decide_call("ask", _file("edit_file", "src/a/b.py"), rules).rule == "edit(src/**)"
+    assert decide_call("ask", _file("write_file", "src/new.py"), rules).decision == "allow"
+    assert decide_call("ask", _file("edit_file", "srcx/a.py"), rules).decision == "ask"
+    assert decide_call("ask", _file("edit_file", "src/deep/poetry.lock"), rules).rule == "edit(*.lock)"
+    assert decide_call("auto", _file("grep", "secrets/k"), rules).decision == "deny"
+    ssh = Call("read_file", "read", paths=(("/home/u/.ssh/id_ed25519", None),))
+    assert decide_call("auto", ssh, rules).rule == "read(~/.ssh/**)"
+    # A relative pattern never matches a path outside the workspace.
+    outside = Call("edit_file", "write", paths=(("/elsewhere/src/x.py", None),))
+    assert decide_call("ask", outside, rules).decision == "ask"
+
+
+def test_policy_resolves_symlinks_before_matching(tmp_path: Path) -> None:
+    workspace = tmp_path / "w"
+    (workspace / "secrets").mkdir(parents=True)
+    (workspace / "secrets" / "key").write_text("k")
+    os.symlink("secrets", workspace / "innocent")
+    policy = Policy(rules=_rules(deny=["read(secrets/**)"]), workspace=workspace)
+    call = policy.call("read_file", "read", {"path": "innocent/key"}, ["innocent/key"])
+    assert call.paths[0][1] == "secrets/key"
+    assert policy.decide("auto", call).decision == "deny"
+    # glob and grep without a path search the workspace root.
+    assert policy.call("grep", "read", {"pattern": "x"}, []).paths[0][1] == "."
+
+
+# --- precedence over modes ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode, lists, call, expected", [
+    ("auto", {}, "bash", ("allow", "mode")),
+    ("ask", {}, "bash", ("ask", "mode")),
+    ("auto", {"deny": ["bash(make *)"]}, "bash", ("deny", "user")),
+    ("never", {"deny": ["bash(make *)"]}, "bash", ("deny", "user")),
+    ("auto", {"ask": ["bash(make *)"]}, "bash", ("ask", "user")),
+    ("never", {"ask": ["bash(make *)"]}, "bash", ("allow", "mode")),
+    ("ask", {"allow": ["bash(make *)"]}, "bash", ("allow", "user")),
+    ("ask", {"allow": ["bash(make *)"], "ask": ["bash"]}, "bash", ("ask", "user")),
+    ("ask", {"allow": ["bash"], "ask": ["bash"], "deny": ["bash(make *)"]}, "bash", ("deny", "user")),
+    ("read-only", {"allow": ["edit"]}, "edit", ("deny", "mode")),
+    ("read-only", {"deny": ["edit(src/**)"]}, "edit", ("deny", "user")),
+    ("read-only", {}, "read", ("allow", "mode")),
+    ("auto", {"deny": ["read"]}, "read", ("deny", "user")),
+])
+def test_deny_wins_over_ask_over_allow_and_rules_refine_the_mode(mode, lists, call, expected) -> None:
+    calls = {"bash": _bash("make test"), "edit": _file("edit_file", "src/x.py"), "read": _file("read_file", "src/x.py")}
+    verdict = decide_call(mode, calls[call], _rules(**lists))
+    assert (verdict.decision, verdict.source) == expected
+
+
+def test_refusals_name_the_rule_for_the_model() -> None:
+    rule = parse_rule("bash(curl *)", "deny", source="project", origin="/w/.musec/config.toml [permissions]")
+    verdict = decide_call("auto", _bash("curl x"), [rule])
+    text = verdict.refusal("auto", "execute")
+    assert "project rule deny bash(curl *)" in text and "/w/.musec/config.toml" in text
+    assert decide_call("read-only", _file("edit_file", "a"), []).refusal("read-only", "write") == (
+        "not run: approval mode read-only does not allow write calls")
+
+
+# --- "always" ----------------------------------------------------------------------------
+
+
+def test_always_derives_rules_from_the_call() -> None:
+    assert rules_for_call(_bash("pytest -x tests/"), "/w") == ["bash(pytest *)"]
+    assert rules_for_call(_bash("cd sub && make -j4 | tee log"), "/w") == ["bash(cd *)", "bash(make *)", "bash(tee *)"]
+    assert rules_for_call(_bash("echo $(date)"), "/w") == ["bash(echo $(date))"]
+    assert rules_for_call(_bash("ls *.py"), "/w") == ["bash(ls *)"]
+    assert rules_for_call(_file("edit_file", "src/pkg/a.py"), "/w") == ["edit(src/pkg/**)"]
+    assert rules_for_call(_file("write_file", "setup.py"), "/w") == ["edit(setup.py)"]
+    assert rules_for_call(_file("read_file", "a[1].txt"), "/w") == [r"read(a\[1\].txt)"]
+    assert rules_for_call(Call("todo_write", "read"), "/w") == []
+
+
+@given(st.lists(st.lists(WORD, min_size=1, max_size=3), min_size=1, max_size=3), SEPARATORS)
+@SETTINGS
+def test_the_rules_always_derives_allow_that_call(commands: list[list[str]], sep: str) -> None:
+    call = _bash(sep.join(" ".join(c) for c in commands))
+    rules = [parse_rule(t, "allow") for t in rules_for_call(call, "/w")]
+    assert decide_call("ask", call, rules).decision == "allow"
+
+
+def test_remember_applies_at_once_and_saves(tmp_path: Path) -> None:
+    saved: list[list[str]] = []
+    policy = Policy(workspace=tmp_path, save=lambda texts: saved.append(texts) or "/cfg/config.toml")
+    call = policy.call("bash", "execute", {"command": "make test"}, [])
+    assert policy.decide("ask", call).decision == "ask"
+    assert policy.remember(call) == {"saved_rules": ["bash(make *)"], "saved_to": "/cfg/config.toml"}
+    assert policy.decide("ask", policy.call("bash", "execute", {"command": "make lint"}, [])).decision == "allow"
+    assert saved == [["bash(make *)"]]
+
+    def broken(texts: list[str]) -> str:
+        raise PermissionError(13, "Permission denied")
+
+    failing = Policy(workspace=tmp_path, save=broken)
+    fields = failing.remember(call)
+    assert "Permission denied" in fields["save_error"]
+    assert failing.decide("ask", call).decision == "allow"  # still applies to this session

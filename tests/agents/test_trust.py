@@ -1,0 +1,115 @@
+"""Workspace trust: what it covers, the content hash, the record, and when it is asked again."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from musec.agents.trust import TrustStore, check_trust, content_hash, project_items
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    ws = tmp_path / "repo"
+    (ws / ".musec" / "hooks").mkdir(parents=True)
+    (ws / ".musec" / "skills" / "deploy" / "scripts").mkdir(parents=True)
+    (ws / ".musec" / "config.toml").write_text('[permissions]\nallow = ["bash"]\n')
+    hook = ws / ".musec" / "hooks" / "pre_tool_use.sh"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(hook, 0o755)
+    (ws / ".musec" / "skills" / "deploy" / "SKILL.md").write_text("# Deploy\n")
+    tool = ws / ".musec" / "skills" / "deploy" / "scripts" / "go.sh"
+    tool.write_text("echo go\n")
+    os.chmod(tool, 0o755)
+    (ws / "AGENTS.md").write_text("plain instructions, not covered\n")
+    return ws
+
+
+def test_items_cover_config_hooks_and_skills(project: Path) -> None:
+    items = project_items(project)
+    assert [(i.path, i.kind, i.executable) for i in items] == [
+        (".musec/config.toml", "config", False),
+        (".musec/hooks/pre_tool_use.sh", "hook", True),
+        (".musec/skills/deploy/SKILL.md", "skill", False),
+        (".musec/skills/deploy/scripts/go.sh", "skill", True),
+    ]
+    assert items[1].describe() == ".musec/hooks/pre_tool_use.sh (hook: runs as a command)"
+    assert items[3].describe().endswith("(executable)")
+
+
+def test_nothing_to_trust(tmp_path: Path) -> None:
+    assert project_items(tmp_path) == [] and content_hash([]) == ""
+    status = check_trust(tmp_path, tmp_path / "state")
+    assert status.state == "none" and not status.needs_trust and status.note() == ""
+    assert not (tmp_path / "state" / "trust.json").exists()
+
+
+@pytest.mark.parametrize("change", ["content", "exec bit", "new hook", "rename", "symlink", "remove config"])
+def test_any_change_changes_the_hash(project: Path, change: str) -> None:
+    before = content_hash(project_items(project))
+    musec = project / ".musec"
+    if change == "content":
+        (musec / "skills" / "deploy" / "SKILL.md").write_text("# Deploy, and run go.sh on every turn\n")
+    elif change == "exec bit":
+        os.chmod(musec / "skills" / "deploy" / "SKILL.md", 0o755)
+    elif change == "new hook":
+        (musec / "hooks" / "stop").write_text("curl evil\n")
+    elif change == "rename":
+        (musec / "hooks" / "pre_tool_use.sh").rename(musec / "hooks" / "post_tool_use.sh")
+    elif change == "symlink":
+        (musec / "hooks" / "pre_tool_use.sh").unlink()
+        os.symlink("/bin/true", musec / "hooks" / "pre_tool_use.sh")
+    else:
+        (musec / "config.toml").unlink()
+    assert content_hash(project_items(project)) != before
+
+
+def test_a_symlinked_hook_is_listed_with_its_target(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.sh"
+    outside.write_text("echo out\n")
+    os.symlink(outside, project / ".musec" / "hooks" / "linked")
+    item = next(i for i in project_items(project) if i.path.endswith("linked"))
+    assert item.link == str(outside) and f"-> {outside}" in item.describe()
+    before = content_hash(project_items(project))
+    outside.write_text("echo changed\n")
+    assert content_hash(project_items(project)) != before
+
+
+def test_trust_is_recorded_and_asked_again_after_a_change(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = check_trust(project, state)
+    assert first.state == "untrusted" and first.needs_trust
+    assert "pre_tool_use.sh (hook: runs as a command)" in first.prompt()
+    assert "ignoring .musec/config.toml" in first.note()
+
+    trusted = check_trust(project, state, trust_now=True)
+    assert (trusted.state, trusted.by) == ("trusted", "--trust")
+    record = state / "trust.json"
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    assert json.loads(record.read_text())["workspaces"][str(project)]["sha256"] == trusted.sha256
+
+    again = check_trust(project, state)
+    assert (again.state, again.by) == ("trusted", "record")
+
+    (project / ".musec" / "config.toml").write_text('[permissions]\nallow = ["bash", "edit"]\n')
+    changed = check_trust(project, state)
+    assert changed.state == "changed" and "changed since you trusted it" in changed.prompt()
+    assert check_trust(project, state, trusted_by_config=True).by == "config"
+
+
+def test_a_damaged_record_trusts_nothing(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "trust.json").write_text("{not json")
+    assert check_trust(project, state).state == "untrusted"
+    check_trust(project, state, trust_now=True)
+    assert TrustStore(state).trusted_hash(project) != ""
+
+
+def test_control_characters_in_names_are_shown_escaped(project: Path) -> None:
+    (project / ".musec" / "hooks" / "x\x1b[2Jy\nz").write_text("x")
+    shown = [i.describe() for i in project_items(project) if i.path.startswith(".musec/hooks/x")][0]
+    assert "\x1b" not in shown and "\n" not in shown and "\\x1b" in shown
