@@ -17,7 +17,7 @@ from . import exitcodes
 from .cli import _age, credentials, start_request
 from .connection import Connection, connect
 from .errors import DaemonLost
-from .render import Renderer, call_summary
+from .render import Renderer, call_summary, safe
 
 BANNER = "musec {version} · {model} · approval {approval} · {workspace}\nType a task; /exit leaves. Ctrl-C interrupts a turn."
 
@@ -48,6 +48,23 @@ def ask_approval(ev: dict[str, Any]) -> str:
             return "always"
 
 
+def ask_trust(message: str) -> bool:
+    """Show what trusting the workspace would apply (every hook, skill and config file) and
+    ask; Ctrl-C or Ctrl-D: not trusted."""
+    head, _, listing = safe(message).partition(" applies: ")
+    print(f"{head} applies:" if listing else head)
+    for item in listing.split("; "):
+        print(f"  {item}")
+    while True:
+        try:
+            answer = input("Trust it? Hooks will run as commands. [y]es / [n]o (then Enter): ").strip().lower()
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return False
+        if answer in ("y", "yes", "n", "no"):
+            return answer.startswith("y")
+
+
 def cmd_interactive(args: argparse.Namespace) -> int:
     for name, default in (("model", None), ("workspace", None), ("approval", None), ("max_turns", None), ("sandbox", "auto")):
         if not hasattr(args, name):
@@ -59,6 +76,7 @@ def prompt_loop(conn: Connection, session_id: str, args: argparse.Namespace) -> 
     """Read the person's messages and show each turn, until /exit, Ctrl-D or Ctrl-C."""
     read = _prompt_reader()
     renderer = Renderer(sys.stdout)
+    on_trust = None
     while True:
         try:
             text = read()
@@ -72,11 +90,12 @@ def prompt_loop(conn: Connection, session_id: str, args: argparse.Namespace) -> 
             req = start_request(conn, args, text, interactive=True)
             print(BANNER.format(version=p.__version__, model=req.model, approval=req.approval, workspace=req.workspace))
             conn.send(req)
+            on_trust = _trust_asker(conn, req)
         else:
             conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=text, credentials=credentials(),
                                   client_msg_id=uuid.uuid4().hex))
         try:
-            session_id = follow_turn(conn, session_id, renderer)
+            session_id = follow_turn(conn, session_id, renderer, on_trust)
         except DaemonLost:
             print("musec: the daemon stopped; the session's log is kept (`musec resume --last`)", file=sys.stderr)
             return exitcodes.UNREACHABLE
@@ -126,7 +145,18 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return prompt_loop(conn, session_id, args)
 
 
-def follow_turn(conn: Connection, session_id: str, renderer: Renderer) -> str:
+def _trust_asker(conn: Connection, req: p.StartSession) -> Any:
+    """Answers a ``trust_required`` refusal: ask, then send the request again."""
+
+    def on_trust(message: str) -> None:
+        import msgspec
+
+        conn.send(msgspec.structs.replace(req, id=conn.next_id(), trust=ask_trust(message), ask_trust=False))
+
+    return on_trust
+
+
+def follow_turn(conn: Connection, session_id: str, renderer: Renderer, on_trust: Any = None) -> str:
     """Show one turn until the agent is idle; return the session id ("" on failure).
 
     Approvals are asked for when they arrive live; those found in a backlog (a resumed or
@@ -145,6 +175,8 @@ def follow_turn(conn: Connection, session_id: str, renderer: Renderer) -> str:
                 continue
             raise
         match msg:
+            case p.Error() if msg.code == "trust_required" and on_trust is not None and not session_id:
+                on_trust(msg.message)
             case p.Error():
                 print(f"musec: {msg.message}", file=sys.stderr)
                 if not session_id:

@@ -39,6 +39,8 @@ CLIENT_MSGS = [
     p.ListModels(id=20),
     p.ListWorkers(id=21, session_id="abc"),
     p.ApplyIntegration(id=22, session_id="abc"),
+    p.StartSession(id=23, workspace="/w", model="m", trust=True),
+    p.StartSession(id=24, workspace="/w", model="m", interactive=True, ask_trust=True),
 ]
 
 DAEMON_MSGS = [
