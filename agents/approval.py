@@ -7,7 +7,8 @@
 | ``read-only`` | allow | deny           | allow, workspace mounted read-only |
 | ``never``   | allow | allow            | allow (the sandbox is the only boundary) |
 
-Paths outside the workspace are refused by the tools themselves in every mode.
+Paths outside the workspace are refused by the tools themselves in every mode. Approval
+rules (``permissions.py``) refine this table per call: ``permissions.decide_call``.
 """
 
 from __future__ import annotations

@@ -128,7 +128,12 @@ def permission_policy(daemon: Daemon, req: p.StartSession, workspace: Path) -> A
             trust (the message lists them).
         BadRequest: a config file or rule is malformed (the message names the file).
     """
-    from musec.agents.config import ConfigError, add_workspace_rules, load_project_rules, load_user_config
+    from musec.agents.config import (
+        ConfigError,
+        add_workspace_rules,
+        load_project_rules,
+        load_user_config,
+    )
     from musec.agents.permissions import Policy
     from musec.agents.trust import check_trust
 
