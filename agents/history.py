@@ -46,6 +46,7 @@ class History:
         self.tokens_in = 0
         self.tokens_out = 0
         self.cost_usd = 0.0
+        self._held: list[TextBlock] = []  # agent messages waiting for the turn boundary
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one event (a decoded log line) into the history."""
@@ -54,7 +55,10 @@ class History:
             if event.get("to") != self.agent:
                 return
             text = f"[message from agent {event.get('from')}, priority {event.get('priority', 'normal')}]\n{event.get('body', '')}"
-            self._user_block(TextBlock(text))
+            # Delivered at the next turn boundary: after every result of the calls in flight
+            # (tool results must come first in their message), else at once.
+            self._held.append(TextBlock(text))
+            self._release_held()
             return
         if event.get("agent") != self.agent:
             return
@@ -72,9 +76,17 @@ class History:
             self.cost_usd += float(event.get("cost_usd", 0.0))
         elif kind == "tool_finished":
             self._user_block(ToolResultBlock(event["call_id"], event.get("content", ""), bool(event.get("is_error"))))
+            self._release_held()
         elif kind == "tool_interrupted":
             reason = event.get("reason", "interrupted")
             self._user_block(ToolResultBlock(event["call_id"], f"[tool call interrupted: {reason}; it may have partly run]", True))
+            self._release_held()
+
+    def _release_held(self) -> None:
+        if self._held and not self.unanswered_calls():
+            held, self._held = self._held, []
+            for block in held:
+                self._user_block(block)
 
     def _user_block(self, block: TextBlock | ToolResultBlock) -> None:
         if self.messages and self.messages[-1].role == "user":

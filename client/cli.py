@@ -21,6 +21,7 @@ from .errors import ClientError, DaemonLost, RequestFailed, UsageError
 from .render import Renderer, safe
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
+DEFAULT_AGENTS = "scout,verifier"
 APPROVALS = ("ask", "auto", "read-only", "never")
 
 
@@ -34,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--approval", choices=APPROVALS, default=None, help=f"default: {approval_default}")
         sp.add_argument("--max-turns", type=int, default=None, help="model turns per message (default: 50)")
         sp.add_argument("--sandbox", choices=("auto", "bwrap", "seatbelt", "off"), default="auto")
+        sp.add_argument("--agents", default=None, metavar="ROLES",
+                        help=f"background agents, comma-separated, or none (default: $MUSEC_AGENTS or {DEFAULT_AGENTS})")
         sp.add_argument("--trust", action="store_true",
                         help="trust this workspace's .musec/ files (project config, hooks, skills) as they are now")
 
@@ -78,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
     gc.add_argument("--dry-run", action="store_true")
 
+    agents = sub.add_parser("agents", help="a session's agents: role, state, last activity, tokens, cost")
+    agents.add_argument("session_id")
+    agents.add_argument("--json", action="store_true")
     workers = sub.add_parser("workers", help="a session's fan-out workers: branch, state, commits, tokens, cost")
     workers.add_argument("session_id")
     workers.add_argument("--json", action="store_true")
@@ -133,6 +139,8 @@ def dispatch(args: argparse.Namespace) -> int:
             return cmd_models(args)
         case "workers":
             return cmd_workers(args)
+        case "agents":
+            return cmd_agents(args)
         case "apply":
             return cmd_apply(args)
         case "daemon":
@@ -170,6 +178,12 @@ def secret_values() -> list[str]:
     return sorted({v for k, v in os.environ.items() if len(v) >= 8 and any(m in k.upper() for m in markers)})
 
 
+def resolve_agents(agents: str | None) -> list[str]:
+    """The background roles: ``--agents``, else ``$MUSEC_AGENTS``, else the default."""
+    text = agents if agents is not None else os.environ.get("MUSEC_AGENTS", DEFAULT_AGENTS)
+    return [] if text.strip() in ("", "none") else [r.strip() for r in text.split(",") if r.strip()]
+
+
 def resolve_model(model: str | None) -> str:
     model = model or os.environ.get("MUSEC_MODEL") or DEFAULT_MODEL
     if model.startswith("scripted:"):
@@ -198,7 +212,7 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
         task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
         interactive=interactive, end_when_idle=not interactive, sandbox=args.sandbox, redact=secret_values(),
-        budget_usd=budget_usd, trust=bool(getattr(args, "trust", False)),
+        budget_usd=budget_usd, agents=resolve_agents(getattr(args, "agents", None)), trust=bool(getattr(args, "trust", False)),
         ask_trust=interactive and not getattr(args, "trust", False),
     )
 
@@ -517,4 +531,22 @@ def cmd_apply(args: argparse.Namespace) -> int:
         print(f"musec: {exc}", file=sys.stderr)
         return request_error_code(exc)
     print(f"{r.branch}: {r.how} {r.old_head[:12]} -> {r.new_head[:12]}")
+    return exitcodes.OK
+
+
+def cmd_agents(args: argparse.Namespace) -> int:
+    conn = connect()
+    try:
+        r = conn.request(p.ListAgents(id=conn.next_id(), session_id=args.session_id))
+    except RequestFailed as exc:
+        print(f"musec: {exc}", file=sys.stderr)
+        return request_error_code(exc)
+    if args.json:
+        print(json.dumps([{"agent": a.agent, "role": a.role, "state": a.state, "last_activity_at": a.last_activity_at,
+                           "input_tokens": a.input_tokens, "output_tokens": a.output_tokens, "cost_usd": a.cost_usd,
+                           "events": a.events} for a in r.agents]))
+        return exitcodes.OK
+    for a in r.agents:
+        last = _age(a.last_activity_at) + " ago" if a.last_activity_at else "never"
+        print(f"{a.agent:<20} {a.role:<9} {a.state:<22} {last:>9}  {a.input_tokens + a.output_tokens:>8} tokens  ${a.cost_usd:.4f}")
     return exitcodes.OK

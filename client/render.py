@@ -80,6 +80,13 @@ class Renderer:
             added = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
             removed = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
             self._line(prefix + "  " + self._c("32", f"✎ {ev.get('path')} (+{added} -{removed})"))
+        elif kind == "agent_message":
+            body = safe(str(ev.get("body", ""))).strip().splitlines()
+            self._line(self._c("35", f"[{ev.get('from')} → {ev.get('to')}, {ev.get('priority', 'normal')}] ") + (body[0] if body else ""))
+            for extra in body[1:6]:
+                self._line("    " + extra)
+        elif kind == "agent_failed":
+            self._line(self._c("31", f"[{agent}] failed: {ev.get('error')}; restarting in {ev.get('retry_in_s')} s"))
         elif kind == "approval_resolved":
             self._line(prefix + self._c("33", f"  approval {ev.get('decision')} by {ev.get('by')}"))
         elif kind == "turn_ended" and ev.get("exit_reason") not in ("finished", None):

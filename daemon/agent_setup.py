@@ -33,12 +33,39 @@ def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, cred
     Raises:
         BadRequest: see ``build_agent``.
     """
+    from musec.agents.ask_agent import AskAgentTool
     from musec.agents.workers.tool import SpawnWorkersTool
 
+    from .background import ROLES, make_background
     from .fanout import FanOut
 
-    fanout = FanOut(daemon, session, req, credentials)
-    return build_agent(daemon, session, req, credentials, extra_tools=[SpawnWorkersTool(fanout)])
+    unknown = [r for r in req.agents if r not in ROLES]
+    if unknown:
+        raise BadRequest(f"unknown background agent {unknown[0]!r}; the roles are: {', '.join(ROLES)}")
+    extra: list[Any] = [SpawnWorkersTool(FanOut(daemon, session, req, credentials))]
+    if req.agents:
+        session.background = make_background(session, Path(req.workspace).resolve(), list(req.agents), sandbox_wrap(req))
+        extra.append(AskAgentTool(session.ask_agent))
+    return build_agent(daemon, session, req, credentials, extra_tools=extra)
+
+
+def sandbox_wrap(req: p.StartSession) -> Any:
+    """``(argv, cwd) -> argv`` running a command (the tests of the verifier or of an
+    integration) in the same sandbox as the agents' commands; ``None`` with no sandbox."""
+    from musec.agents.tools.base import SandboxPolicy
+    from musec.agents.tools.sandbox import bwrap_argv, find_bwrap
+
+    if req.sandbox == "off" or os.uname().sysname == "Darwin":
+        return None
+    bwrap = find_bwrap()
+    if bwrap is None:
+        return None
+    env = tool_env()
+
+    def wrap(argv: list[str], cwd: Path) -> list[str]:
+        return bwrap_argv(SandboxPolicy(), cwd, env, argv, bwrap=bwrap)
+
+    return wrap
 
 
 def build_agent(
@@ -76,7 +103,7 @@ def build_agent(
         from musec.agents.providers.data_use import training_allowed
 
         provider = make_provider(req.model, credentials, agent_id=agent_id, http_client=daemon.http, catalog=catalog,
-                                 on_retry=lambda notice: _record_retry(session, notice),
+                                 on_retry=lambda notice: _record_retry(session, notice, agent_id),
                                  limiter=daemon.rate_limits, allow_training_data=training_allowed(daemon.paths.config, workspace),
                                  on_rate_limited=lambda wait: session.record("rate_limited", agent=agent_id, credential=wait.credential,
                                                                              wait_s=wait.wait_s, reason=wait.reason))
@@ -158,10 +185,10 @@ def permission_policy(daemon: Daemon, req: p.StartSession, workspace: Path) -> A
     return Policy(rules=rules, workspace=workspace, save=save, trust=trust)
 
 
-def _record_retry(session: Session, notice: Any) -> None:
+def _record_retry(session: Session, notice: Any, agent_id: str = "main") -> None:
     """Every retry of a model call is an event (visible, and its wait is explained)."""
     error = notice.error
-    session.record("model_retry", attempt=notice.attempt, max_attempts=notice.max_attempts,
+    session.record("model_retry", agent=agent_id, attempt=notice.attempt, max_attempts=notice.max_attempts,
                    delay_s=round(notice.delay_s, 3), status=getattr(error, "status", None),
                    retry_after_s=getattr(error, "retry_after_s", None), error=str(error)[:300],
                    discarded_output_chars=notice.discarded_output_chars)
@@ -198,6 +225,7 @@ def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -
         "max_turns": req.max_turns,
         "interactive": req.interactive,
         "tools": [t.spec.name for t in agent.tools.values()],
+        "background": list(req.agents),
         "system_prompt": agent.system_prompt,
         "musec_version": p.__version__,
         "pid": os.getpid(),

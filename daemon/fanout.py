@@ -18,6 +18,7 @@ import anyio
 import structlog
 
 from . import protocol as p
+from .agent_setup import sandbox_wrap
 
 if TYPE_CHECKING:
     from musec.agents.tools.base import ToolOutput
@@ -91,7 +92,7 @@ class FanOut:
         # The interpreter by name: the sandbox hides a venv that lives under /tmp.
         test_command = detect_test_command(repo, None, python="python3")
         result = await integrate(repo, state, s.id, base, branches, test_command, timeout_s=INTEGRATION_TEST_TIMEOUT_S,
-                                 wrap=self._sandbox_wrap())
+                                 wrap=sandbox_wrap(self.req))
         tests = result.tests
         s.record("integration", sync=True, branch=result.merge.branch, head=result.merge.head,
                  base_commit=base.commit, base_head=base.head, base_branch=base.branch, snapshot=base.snapshot,
@@ -130,27 +131,6 @@ class FanOut:
         except Exception as exc:  # supervision at the edge: a worker never takes the session down
             log.exception("worker_failed", session_id=self.session.id, worker=name)
             outcomes[name] = Outcome("error", message=f"{type(exc).__name__}: {exc}")
-
-    def _sandbox_wrap(self) -> Any:
-        """Run the integration's tests in the same sandbox as the agents' commands."""
-        import os
-
-        from musec.agents.tools.base import SandboxPolicy
-        from musec.agents.tools.sandbox import bwrap_argv, find_bwrap
-
-        from .agent_setup import tool_env
-
-        if self.req.sandbox == "off" or os.uname().sysname == "Darwin":
-            return None
-        bwrap = find_bwrap()
-        if bwrap is None:
-            return None
-        env = tool_env()
-
-        def wrap(argv: list[str], cwd: Path) -> list[str]:
-            return bwrap_argv(SandboxPolicy(), cwd, env, argv, bwrap=bwrap)
-
-        return wrap
 
 
 def list_workers(daemon: Daemon, session_id: str, request_id: int) -> p.Workers:

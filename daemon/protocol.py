@@ -77,6 +77,7 @@ class StartSession(_Msg, tag="start_session"):
     title: str = ""
     redact: list[str] = []
     budget_usd: float = 0.0
+    agents: list[str] = []
     trust: bool = False
     ask_trust: bool = False
 
@@ -163,6 +164,13 @@ class CollectSessions(_Msg, tag="collect_sessions"):
     dry_run: bool = False
 
 
+class ListAgents(_Msg, tag="list_agents"):
+    """A session's agents: main, background roles, workers."""
+
+    id: int
+    session_id: str
+
+
 class ListWorkers(_Msg, tag="list_workers"):
     """A session's fan-out workers: branch, state, commits, tokens and cost."""
 
@@ -218,7 +226,7 @@ class Shutdown(_Msg, tag="shutdown"):
 
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | ApprovalAnswer | Interrupt
-    | EndSession | ListSessions | ListModels | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
+    | EndSession | ListSessions | ListModels | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
 )
 
 
@@ -388,6 +396,25 @@ class WorkerInfo(msgspec.Struct, frozen=True):
     instruction: str = ""
 
 
+class AgentInfo(msgspec.Struct, frozen=True):
+    """One agent of a session; ``last_activity_at`` in UNIX seconds."""
+
+    agent: str
+    role: str
+    state: str
+    last_activity_at: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    events: int = 0
+
+
+class Agents(_Msg, tag="agents"):
+    id: int
+    session_id: str
+    agents: list[AgentInfo]
+
+
 class Workers(_Msg, tag="workers"):
     id: int
     session_id: str
@@ -424,7 +451,7 @@ class StatusReply(_Msg, tag="status_reply"):
 
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | Delta | Idle | SessionEnded | Resync
-    | Sessions | LogLines | VerifyResult | ReplayResult | Models | Workers | Applied | Collected | StatusReply
+    | Sessions | LogLines | VerifyResult | ReplayResult | Models | Agents | Workers | Applied | Collected | StatusReply
 )
 
 

@@ -94,7 +94,7 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
             approval=req.approval or started.get("approval", "ask"),
             max_turns=req.max_turns or int(started.get("max_turns", 50)),
             credentials=credentials, interactive=req.interactive, end_when_idle=req.end_when_idle,
-            sandbox=started.get("sandbox", "auto"),
+            sandbox=started.get("sandbox", "auto"), agents=list(started.get("background", [])),
         )
         agent = build_main_agent(daemon, session, start, credentials)
     except BaseException:
@@ -186,10 +186,11 @@ def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
 def _tools_for(agent_id: str, started: dict[str, Any]) -> list[Any]:
     """The tools an agent was offered, in order: the main agent's are named in
     ``session_started``; workers get the default tools."""
+    from musec.agents.ask_agent import AskAgentTool
     from musec.agents.tools import default_tools
     from musec.agents.workers.tool import SpawnWorkersTool
 
-    available = {t.name: t for t in [*default_tools(), SpawnWorkersTool(_no_fanout)]}
+    available = {t.name: t for t in [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]}
     if agent_id != "main":
         return default_tools()
     return [available[name] for name in started.get("tools", []) if name in available]

@@ -389,6 +389,10 @@ class Connection:
             case p.EndSession():
                 self._live(msg.session_id).end()
                 await self.send(p.Ok(id=msg.id))
+            case p.ListAgents():
+                from .background import list_agents
+
+                await self.send(list_agents(d, msg.session_id, msg.id))
             case p.ListWorkers():
                 from .fanout import list_workers
 

@@ -66,6 +66,8 @@ class Session:
         self.approvals: dict[str, PendingApproval] = {}
         self.agent: Any = None  # agents.loop.Agent, set by the daemon
         self.workers: dict[str, Any] = {}  # worker agents of a fan-out, by agent id
+        self.background: dict[str, Any] = {}  # background agents (daemon.background), by role
+        self._background_scope: anyio.CancelScope | None = None
         self.status = "running"
         self.ended = anyio.Event()
         self._inputs_send, self._inputs = anyio.create_memory_object_stream[tuple[str, str]](INPUT_BUFFER)
@@ -88,6 +90,8 @@ class Session:
             self.agent.history.apply(event)
         for worker in self.workers.values():
             worker.history.apply(event)
+        for agent in self.background.values():
+            agent.notify(event)
         if type == "model_response":
             self._count(event)
         self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)
@@ -226,6 +230,33 @@ class Session:
         return reason, result, message
 
     async def run(self, first_task: str, *, resume_turn: bool = False) -> None:
+        """Run the session with its background agents beside it, until it ends."""
+        async with anyio.create_task_group() as tg:
+            self._background_scope = tg.cancel_scope
+            for agent in self.background.values():
+                tg.start_soon(agent.supervise)
+            try:
+                await self._run(first_task, resume_turn=resume_turn)
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def _background_ready(self) -> None:
+        """Let the background agents take their baseline before the first edit can come."""
+        from .background import READY_WAIT_S
+
+        with anyio.move_on_after(READY_WAIT_S):
+            for agent in self.background.values():
+                await agent.ready.wait()
+
+    async def ask_agent(self, agent: str, question: str) -> str:
+        """A background agent's answer (the ``ask_agent`` tool). Raises ``LookupError``."""
+        found = self.background.get(agent)
+        if found is None:
+            there = ", ".join(self.background) or "none in this session"
+            raise LookupError(f"no background agent {agent!r}; the agents are: {there}")
+        return await found.answer(question)
+
+    async def _run(self, first_task: str, *, resume_turn: bool = False) -> None:
         """Run turns until the session ends; always writes ``session_ended``.
 
         ``resume_turn`` first finishes the turn a crash cut off (its unanswered calls are
@@ -236,6 +267,7 @@ class Session:
         reason, result, message = "interrupted", "", "the daemon stopped"
         paused = False
         try:
+            await self._background_ready()
             if resume_turn:
                 reason, result, message = await self._turn()
                 if self.end_when_idle and not first_task:
@@ -269,6 +301,8 @@ class Session:
                                         f"resume with `musec run --resume {self.id}`")
         finally:
             with anyio.CancelScope(shield=True):
+                if self._background_scope is not None:
+                    self._background_scope.cancel()  # nothing of theirs is written after the end
                 self._finish(reason, result, message, write=not paused)
 
     def _finish(self, exit_reason: str, result: str, message: str, *, write: bool = True) -> None:

@@ -32,6 +32,7 @@ def clean_env(home: Path) -> dict[str, str]:
     env.update(
         MUSEC_HOME=str(home), PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
         GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1", PYTHONDONTWRITEBYTECODE="1",
+        MUSEC_AGENTS="none",  # tests that want background agents ask for them with --agents
     )
     return env
 

@@ -1,0 +1,305 @@
+"""Persistent background agents of a session (DESIGN §6, §7).
+
+They live as long as the session, in its task group, each with a small bounded inbox fed
+with every event the session records. They decide themselves when the main agent needs
+to know something and post an ``agent_message`` (delivered at its next turn boundary);
+otherwise they stay quiet. A background agent that fails is restarted with backoff and
+reported (``agent_failed``); it never takes the session down.
+
+Built-in roles:
+
+- ``verifier``: after edits in the workspace (debounced), runs the project's test
+  command in the sandbox; logs each run (``test_run``) and escalates new failures, by
+  test name, to the main agent.
+- ``scout``: builds a repository map once (files, Python symbols, where the tests are),
+  keeps it current as files change, and answers ``ask_agent`` questions from it without
+  re-reading the repository.
+
+These two roles work without a model; their events carry their agent id like any other.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import structlog
+
+if TYPE_CHECKING:
+    from .session import Session
+
+log = structlog.get_logger("musec.background")
+
+ROLES = ("verifier", "scout")
+INBOX_EVENTS = 256
+DEBOUNCE_S = 0.3
+TEST_TIMEOUT_S = 600.0
+MAX_BACKOFF_S = 30.0
+#: How long the main agent's first turn waits for the background agents to be ready (the
+#: verifier's baseline run, the scout's map), so the baseline predates the first edit.
+READY_WAIT_S = 30.0
+
+
+class BackgroundAgent:
+    """The common part: inbox, supervision with backoff, state for ``musec agents``."""
+
+    role = ""
+
+    def __init__(self, session: Session, workspace: Path) -> None:
+        self.session = session
+        self.workspace = workspace
+        self.agent_id = self.role
+        self.state = "starting"
+        self.last_activity_at = time.time()
+        self.overflowed = False
+        self.ready = anyio.Event()
+        self._send, self._inbox = anyio.create_memory_object_stream[dict[str, Any]](INBOX_EVENTS)
+
+    def notify(self, event: dict[str, Any]) -> None:
+        """Offer an event; never blocks. A full inbox is noted and the agent rescans."""
+        if event.get("agent") == self.agent_id:
+            return
+        try:
+            self._send.send_nowait(event)
+        except anyio.WouldBlock:
+            self.overflowed = True
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    def record(self, type: str, **fields: Any) -> dict[str, Any]:
+        self.last_activity_at = time.time()
+        return self.session.record(type, agent=self.agent_id, **fields)
+
+    async def supervise(self) -> None:
+        """Run the role; on a failure, report it and start again after a growing pause."""
+        backoff = 1.0
+        while True:
+            try:
+                await self.run()
+                return
+            except Exception as exc:  # supervision at the edge: the session goes on
+                log.exception("background_agent_failed", session_id=self.session.id, agent=self.agent_id)
+                self.ready.set()  # nobody waits on a failed agent
+                self.state = "restarting"
+                try:
+                    self.record("agent_failed", role=self.role, error=f"{type(exc).__name__}: {exc}"[:500], retry_in_s=backoff)
+                except OSError:
+                    return
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    async def run(self) -> None:  # pragma: no cover - every role overrides it
+        raise NotImplementedError
+
+    async def answer(self, question: str) -> str:
+        return f"{self.agent_id} does not answer questions"
+
+
+class Verifier(BackgroundAgent):
+    """Runs the tests after edits and escalates new failures."""
+
+    role = "verifier"
+
+    def __init__(self, session: Session, workspace: Path, wrap: Any = None) -> None:
+        super().__init__(session, workspace)
+        self.wrap = wrap
+        self.known_failing: set[str] | None = None
+        self.last_run: dict[str, Any] | None = None
+
+    async def run(self) -> None:
+        from musec.agents.workers import detect_test_command
+
+        command = detect_test_command(self.workspace, None, python="python3")
+        if command is None:
+            self.state = "idle: no test command found"
+            self.ready.set()
+            async for _ in self._inbox:
+                pass
+            return
+        self.state = "baseline"
+        self.known_failing = await self._run_tests(command, trigger="baseline")
+        self.ready.set()
+        self.state = "watching"
+        async for event in self._inbox:
+            if not self._is_workspace_edit(event) and not self.overflowed:
+                continue
+            await self._settle()
+            self.overflowed = False
+            self.state = "testing"
+            failing = await self._run_tests(command, trigger="edit")
+            new = sorted(failing - (self.known_failing or set()))
+            if new:
+                body = (f"New test failures after the latest edits ({len(new)}):\n" + "\n".join(f"  {n}" for n in new[:20])
+                        + f"\nCommand: {command}. Output tail:\n{(self.last_run or {}).get('output_tail', '')[-1500:]}")
+                self.record("agent_message", to="main", **{"from": self.agent_id}, priority="high", body=body, sync=True)
+            self.known_failing = failing
+            self.state = "watching"
+
+    def _is_workspace_edit(self, event: dict[str, Any]) -> bool:
+        return event.get("type") == "file_edited" and not str(event.get("agent", "main")).startswith("worker:")
+
+    async def _settle(self) -> None:
+        """Wait until no edit has come for ``DEBOUNCE_S``."""
+        while True:
+            with anyio.move_on_after(DEBOUNCE_S) as scope:
+                async for event in self._inbox:
+                    if self._is_workspace_edit(event):
+                        break
+            if scope.cancelled_caught:
+                return
+
+    async def _run_tests(self, command: Any, *, trigger: str) -> set[str]:
+        from musec.agents.workers import run_tests
+
+        result = await run_tests(command, self.workspace, timeout_s=TEST_TIMEOUT_S, wrap=self.wrap)
+        failing = set(result.failing_tests)
+        if not result.passed and not failing:
+            failing = {f"{command} (exit status {result.exit_status}{', timed out' if result.timed_out else ''})"}
+        self.last_run = {"passed": result.passed, "failing": sorted(failing), "output_tail": result.output[-2000:]}
+        self.record("test_run", trigger=trigger, command=str(command), passed=result.passed, exit_status=result.exit_status,
+                    failing_tests=sorted(failing), duration_s=round(result.duration_s, 3))
+        return failing
+
+    async def answer(self, question: str) -> str:
+        if self.last_run is None:
+            return f"verifier: no test run yet ({self.state})"
+        run = self.last_run
+        if run["passed"]:
+            return "verifier: the last test run passed"
+        return "verifier: the last test run failed:\n" + "\n".join(f"  {n}" for n in run["failing"][:50])
+
+
+_SYMBOL = re.compile(r"^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)", re.M)
+
+
+class Scout(BackgroundAgent):
+    """Knows the repository: files, Python symbols, where the tests are."""
+
+    role = "scout"
+    MAX_FILES = 20_000
+
+    def __init__(self, session: Session, workspace: Path) -> None:
+        super().__init__(session, workspace)
+        self.files: list[str] = []
+        self.symbols: dict[str, list[str]] = {}
+
+    async def run(self) -> None:
+        self.state = "mapping"
+        await anyio.to_thread.run_sync(self._build_map)
+        tests = [f for f in self.files if _is_test(f)]
+        self.record("repo_map", files=len(self.files), python_symbols=sum(len(v) for v in self.symbols.values()),
+                    test_files=tests[:50])
+        self.ready.set()
+        self.state = "watching"
+        async for event in self._inbox:
+            if event.get("type") == "file_edited" and not str(event.get("agent", "main")).startswith("worker:"):
+                path = str(event.get("path", ""))
+                if path not in self.files:
+                    self.files.append(path)
+                await anyio.to_thread.run_sync(self._scan, path)
+                self.last_activity_at = time.time()
+
+    def _build_map(self) -> None:
+        from musec.agents.tools.search import find_ripgrep
+
+        rg = find_ripgrep()
+        if rg is not None:
+            proc = subprocess.run([rg, "--files", "--hidden", "--glob", "!.git"], cwd=self.workspace,
+                                  capture_output=True, text=True, timeout=60)
+            self.files = sorted(proc.stdout.splitlines())[: self.MAX_FILES]
+        else:  # pragma: no cover - ripgrep is a dependency
+            self.files = sorted(str(p.relative_to(self.workspace)) for p in self.workspace.rglob("*")
+                                if p.is_file() and ".git" not in p.parts)[: self.MAX_FILES]
+        for path in self.files:
+            self._scan(path)
+
+    def _scan(self, path: str) -> None:
+        if not path.endswith(".py"):
+            return
+        try:
+            text = (self.workspace / path).read_text(errors="replace")
+        except OSError:
+            self.symbols.pop(path, None)
+            return
+        self.symbols[path] = [f"{kind} {name}" for kind, name in _SYMBOL.findall(text)]
+
+    async def answer(self, question: str) -> str:
+        if self.state == "mapping" or not self.files:
+            return f"scout: the repository map is not ready yet ({self.state})"
+        words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", question)}
+        hits = []
+        for path in self.files:
+            names = self.symbols.get(path, [])
+            matched = [n for n in names if any(w in n.lower() for w in words)]
+            if matched or any(w in path.lower() for w in words):
+                hits.append(f"{path}: {', '.join(matched) if matched else '(file)'}")
+        tests = [f for f in self.files if _is_test(f)]
+        head = f"scout: {len(self.files)} files, {sum(len(v) for v in self.symbols.values())} Python symbols; tests in: {', '.join(tests[:10]) or 'none found'}"
+        if not hits:
+            return head + "\nnothing in the map matches the question's words"
+        return head + "\n" + "\n".join(hits[:40])
+
+
+def _is_test(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or "/tests/" in f"/{path}"
+
+
+def make_background(session: Session, workspace: Path, roles: list[str], wrap: Any) -> dict[str, BackgroundAgent]:
+    """The session's background agents for ``roles`` (unknown names are refused earlier)."""
+    agents: dict[str, BackgroundAgent] = {}
+    for role in roles:
+        agents[role] = Verifier(session, workspace, wrap) if role == "verifier" else Scout(session, workspace)
+    return agents
+
+
+def list_agents(daemon: Any, session_id: str, request_id: int) -> Any:
+    """Every agent of a session with its role, state, last activity, tokens and cost,
+    from the log (and, for a live session, the background agents' own state)."""
+    from . import protocol as p
+    from .eventlog import iter_events
+
+    sid = daemon.resolve_id(session_id)
+    live = daemon.sessions.get(sid)
+    seen: dict[str, dict[str, Any]] = {}
+    roles: dict[str, str] = {"main": "main"}
+    ended = False
+    for ev in iter_events(daemon.log_path(sid)):
+        agent = str(ev.get("agent", "main"))
+        info = seen.setdefault(agent, {"tokens_in": 0, "tokens_out": 0, "cost": 0.0, "events": 0, "last": 0.0, "state": ""})
+        info["events"] += 1
+        info["last"] = float(ev.get("ts", 0.0))
+        kind = ev.get("type")
+        if kind == "session_started":
+            for role in ev.get("background", []):
+                roles[role] = role
+        elif kind == "agent_spawned":
+            roles[agent] = str(ev.get("role", "worker"))
+        elif kind == "model_response":
+            usage = ev.get("usage") or {}
+            info["tokens_in"] += int(usage.get("input_tokens", 0))
+            info["tokens_out"] += int(usage.get("output_tokens", 0))
+            info["cost"] += float(ev.get("cost_usd", 0.0))
+        elif kind == "worker_finished":
+            seen.setdefault(f"worker:{ev.get('worker')}", dict(info))["state"] = str(ev.get("exit_reason"))
+        elif kind == "agent_failed":
+            info["state"] = "failed, restarting"
+        elif kind == "session_ended":
+            ended = True
+    out = []
+    for agent, role in {**roles, **{a: roles.get(a, a.split(":")[0]) for a in seen}}.items():
+        info = seen.get(agent, {"tokens_in": 0, "tokens_out": 0, "cost": 0.0, "events": 0, "last": 0.0, "state": ""})
+        if live is not None and agent in live.background:
+            state = live.background[agent].state
+        elif live is not None and agent == "main":
+            state = live.status
+        else:
+            state = info["state"] or ("ended" if ended else "stopped")
+        out.append(p.AgentInfo(agent=agent, role=role, state=state, last_activity_at=info["last"],
+                               input_tokens=info["tokens_in"], output_tokens=info["tokens_out"],
+                               cost_usd=round(info["cost"], 8), events=info["events"]))
+    return p.Agents(id=request_id, session_id=sid, agents=out)

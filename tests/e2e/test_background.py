@@ -1,0 +1,74 @@
+"""Background agents: the verifier escalates a regression on its own; the scout answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import BUGGY, FIXED, LIBRARY, Musec, run_library_tests
+from tests.support.anthropic_server import AnthropicServer, check_tool_pairing, message
+
+
+def _green_repo(repo: Path) -> Path:
+    (repo / "pager.py").write_text(LIBRARY["pager.py"].replace(BUGGY, FIXED))
+    assert run_library_tests(repo).returncode == 0
+    return repo
+
+
+def test_verifier_escalates_a_regression_before_the_main_agent_finishes(musec: Musec, buggy_repo: Path) -> None:
+    repo = _green_repo(buggy_repo)
+    key = "sk-ant-" + "api03-backgroundTestKeyNeverReal-0123"
+    answers = [
+        message([{"type": "tool_use", "id": "toolu_01Edit", "name": "edit_file",
+                  "input": {"path": "pager.py", "old_string": FIXED, "new_string": BUGGY}}]),
+        message([{"type": "tool_use", "id": "toolu_01Wait", "name": "bash", "input": {"command": "sleep 4"}}]),
+        message([{"type": "tool_use", "id": "toolu_01Ask", "name": "ask_agent",
+                  "input": {"agent": "scout", "question": "where is page defined?"}}]),
+        message([{"type": "text", "text": "I broke page(); reverting is next."}]),
+    ]
+    with AnthropicServer() as server:
+        server.enqueue(*answers)
+        proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto", "--agents", "scout,verifier",
+                     "--output-format", "json", "refactor page", cwd=repo,
+                     env={"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": server.base_url})
+        requests = list(server.requests)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    check_tool_pairing(requests)
+
+    # The request after the edit's follow-up carries the escalation, after the tool result.
+    third = requests[2].body["messages"][-1]["content"]
+    assert third[0]["type"] == "tool_result" and third[0]["tool_use_id"] == "toolu_01Wait"
+    escalation = " ".join(b.get("text", "") for b in third if b["type"] == "text")
+    assert "message from agent verifier" in escalation and "test_first_page" in escalation
+    scout_answer = requests[3].body["messages"][-1]["content"][0]
+    assert "pager.py: def page" in str(scout_answer["content"])
+
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    runs = [e for e in events if e["type"] == "test_run"]
+    assert runs[0]["trigger"] == "baseline" and runs[0]["passed"]
+    assert any(not r["passed"] for r in runs if r["trigger"] == "edit")
+    messages = [e for e in events if e["type"] == "agent_message"]
+    assert len(messages) == 1 and messages[0]["agent"] == "verifier" and messages[0]["priority"] == "high"
+    assert musec("log", "verify", sid).returncode == 0
+    assert musec.json("replay", sid, "--json")["ok"]
+
+    agents = {a["agent"]: a for a in musec.json("agents", sid, "--json")}
+    assert {"main", "scout", "verifier"} <= set(agents)
+    assert agents["verifier"]["role"] == "verifier" and agents["main"]["output_tokens"] > 0
+
+
+def test_verifier_stays_quiet_when_nothing_new_fails(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    # The tests fail before the run (baseline) and pass after the fix: nothing to escalate.
+    proc = musec("run", "--model", f"scripted:{fix_script}", "--approval", "auto", "--agents", "verifier",
+                 "--output-format", "json", "fix it", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    assert not [e for e in events if e["type"] == "agent_message"]
+    assert [e for e in events if e["type"] == "test_run"][0]["passed"] is False
+
+
+def test_unknown_background_role_is_a_usage_error(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    proc = musec("run", "--model", f"scripted:{fix_script}", "--agents", "oracle", "go", cwd=buggy_repo)
+    assert proc.returncode == 2 and "unknown background agent 'oracle'" in proc.stderr
