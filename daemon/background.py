@@ -98,6 +98,9 @@ class BackgroundAgent:
     async def answer(self, question: str) -> str:
         return f"{self.agent_id} does not answer questions"
 
+    def restore(self, event: dict[str, Any]) -> None:
+        """Fold one event of a log being resumed (the role picks up where it was)."""
+
 
 class Verifier(BackgroundAgent):
     """Runs the tests after edits and escalates new failures."""
@@ -110,6 +113,12 @@ class Verifier(BackgroundAgent):
         self.known_failing: set[str] | None = None
         self.last_run: dict[str, Any] | None = None
 
+    def restore(self, event: dict[str, Any]) -> None:
+        """The last test run before a restart is the baseline to compare with."""
+        if event.get("type") == "test_run" and event.get("agent") == self.agent_id:
+            self.known_failing = set(event.get("failing_tests", []))
+            self.last_run = {"passed": event.get("passed"), "failing": list(event.get("failing_tests", [])), "output_tail": ""}
+
     async def run(self) -> None:
         from musec.agents.workers import detect_test_command
 
@@ -120,8 +129,9 @@ class Verifier(BackgroundAgent):
             async for _ in self._inbox:
                 pass
             return
-        self.state = "baseline"
-        self.known_failing = await self._run_tests(command, trigger="baseline")
+        if self.known_failing is None:  # a resumed session keeps the last run as its baseline
+            self.state = "baseline"
+            self.known_failing = await self._run_tests(command, trigger="baseline")
         self.ready.set()
         self.state = "watching"
         async for event in self._inbox:

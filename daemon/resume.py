@@ -103,7 +103,8 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
     agent.system_prompt = started.get("system_prompt", agent.system_prompt)
     session.agent = agent
     try:
-        state = fold_for_resume(iter_events(path), [agent.history.apply, session.restore])
+        appliers = [agent.history.apply, session.restore, *(bg.restore for bg in session.background.values())]
+        state = fold_for_resume(iter_events(path), appliers)
     except BaseException:
         elog.close()
         raise

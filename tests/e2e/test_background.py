@@ -72,3 +72,24 @@ def test_verifier_stays_quiet_when_nothing_new_fails(musec: Musec, buggy_repo: P
 def test_unknown_background_role_is_a_usage_error(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
     proc = musec("run", "--model", f"scripted:{fix_script}", "--agents", "oracle", "go", cwd=buggy_repo)
     assert proc.returncode == 2 and "unknown background agent 'oracle'" in proc.stderr
+
+
+def test_background_agents_come_back_after_a_crash(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    repo = _green_repo(buggy_repo)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [
+        [{"text": "Breaking it."}, {"tool": "edit_file", "input": {"path": "pager.py", "old_string": FIXED, "new_string": BUGGY}}],
+        [{"tool": "bash", "input": {"command": "sleep 3"}}],
+        [{"text": "done"}],
+    ]}))
+    crashed = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "verifier",
+                    "--output-format", "json", "go", cwd=repo, env={"MUSEC_CRASH_AT": "mid_model_stream"})
+    assert crashed.returncode == 5
+    sid = crashed.stderr.split("musec run --resume ")[1].split("`")[0]
+    resumed = musec("run", "--resume", sid, "--output-format", "json", cwd=repo)
+    assert resumed.returncode == 0, resumed.stderr
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    runs = [e for e in events if e["type"] == "test_run"]
+    assert [r["trigger"] for r in runs].count("baseline") == 1  # the baseline before the crash is kept
+    assert any(e["type"] == "agent_message" and e["agent"] == "verifier" for e in events)
+    assert musec("log", "verify", sid).returncode == 0
