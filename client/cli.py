@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--approval", choices=APPROVALS, default=None, help=f"default: {approval_default}")
         sp.add_argument("--max-turns", type=int, default=None, help="model turns per message (default: 50)")
         sp.add_argument("--sandbox", choices=("auto", "bwrap", "seatbelt", "off"), default="auto")
+        sp.add_argument("--no-blackboard", dest="blackboard", action="store_false",
+                        help="every agent reads files from disk itself (for comparison)")
         sp.add_argument("--agents", default=None, metavar="ROLES",
                         help=f"background agents, comma-separated, or none (default: $MUSEC_AGENTS or {DEFAULT_AGENTS})")
         sp.add_argument("--trust", action="store_true",
@@ -212,7 +214,8 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
         task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
         interactive=interactive, end_when_idle=not interactive, sandbox=args.sandbox, redact=secret_values(),
-        budget_usd=budget_usd, agents=resolve_agents(getattr(args, "agents", None)), trust=bool(getattr(args, "trust", False)),
+        budget_usd=budget_usd, agents=resolve_agents(getattr(args, "agents", None)),
+        blackboard=getattr(args, "blackboard", True), trust=bool(getattr(args, "trust", False)),
         ask_trust=interactive and not getattr(args, "trust", False),
     )
 

@@ -115,6 +115,8 @@ def build_agent(
         env=tool_env(),
         sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval)),
         state_dir=daemon.paths.state,
+        agent_id=agent_id,
+        blackboard=session.blackboard,
     )
     policy = permission_policy(daemon, req, workspace)
     blobs = BlobStore(daemon.paths.blobs)
@@ -226,6 +228,7 @@ def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -
         "interactive": req.interactive,
         "tools": [t.spec.name for t in agent.tools.values()],
         "background": list(req.agents),
+        "blackboard": req.blackboard,
         "system_prompt": agent.system_prompt,
         "musec_version": p.__version__,
         "pid": os.getpid(),

@@ -170,6 +170,8 @@ class Verifier(BackgroundAgent):
         if not result.passed and not failing:
             failing = {f"{command} (exit status {result.exit_status}{', timed out' if result.timed_out else ''})"}
         self.last_run = {"passed": result.passed, "failing": sorted(failing), "output_tail": result.output[-2000:]}
+        if self.session.blackboard is not None:
+            self.session.blackboard.facts["test_status"] = {"passed": result.passed, "failing": sorted(failing)}
         self.record("test_run", trigger=trigger, command=str(command), passed=result.passed, exit_status=result.exit_status,
                     failing_tests=sorted(failing), duration_s=round(result.duration_s, 3))
         return failing
@@ -231,7 +233,10 @@ class Scout(BackgroundAgent):
         if not path.endswith(".py"):
             return
         try:
-            text = (self.workspace / path).read_text(errors="replace")
+            full = self.workspace / path
+            board = self.session.blackboard
+            data = board.read(full, self.agent_id, 2 * 1024 * 1024) if board is not None else full.read_bytes()
+            text = data.decode("utf-8", errors="replace")
         except OSError:
             self.symbols.pop(path, None)
             return

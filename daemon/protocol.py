@@ -78,6 +78,7 @@ class StartSession(_Msg, tag="start_session"):
     redact: list[str] = []
     budget_usd: float = 0.0
     agents: list[str] = []
+    blackboard: bool = True
     trust: bool = False
     ask_trust: bool = False
 

@@ -89,12 +89,16 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
         started = _started(first_and_last(path)[0], path)
         session = Session(sid, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
         session.resumed_at_seq = report.events
+        from musec.agents.blackboard import Blackboard
+
+        session.blackboard = Blackboard() if started.get("blackboard", True) else None
         start = p.StartSession(
             id=req.id, workspace=started["workspace"], model=started["model"],
             approval=req.approval or started.get("approval", "ask"),
             max_turns=req.max_turns or int(started.get("max_turns", 50)),
             credentials=credentials, interactive=req.interactive, end_when_idle=req.end_when_idle,
             sandbox=started.get("sandbox", "auto"), agents=list(started.get("background", [])),
+            blackboard=bool(started.get("blackboard", True)),
         )
         agent = build_main_agent(daemon, session, start, credentials)
     except BaseException:

@@ -169,6 +169,7 @@ class Daemon:
         session_id = new_session_id()
         elog = EventLog.create(self.log_path(session_id), secrets=secrets_)
         session = Session(session_id, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
+        session.blackboard = _blackboard(req.blackboard)
         try:
             agent = build_main_agent(self, session, req, credentials)
         except Exception:
@@ -452,6 +453,12 @@ class Connection:
             pass
         finally:
             session.detach(sub)
+
+
+def _blackboard(enabled: bool) -> object | None:
+    from musec.agents.blackboard import Blackboard
+
+    return Blackboard() if enabled else None
 
 
 def list_models(daemon: Daemon) -> list[p.ModelInfo]:

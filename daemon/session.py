@@ -68,6 +68,7 @@ class Session:
         self.workers: dict[str, Any] = {}  # worker agents of a fan-out, by agent id
         self.background: dict[str, Any] = {}  # background agents (daemon.background), by role
         self._background_scope: anyio.CancelScope | None = None
+        self.blackboard: Any = None  # agents.blackboard.Blackboard, set by the daemon
         self.status = "running"
         self.ended = anyio.Event()
         self._inputs_send, self._inputs = anyio.create_memory_object_stream[tuple[str, str]](INPUT_BUFFER)
@@ -309,8 +310,9 @@ class Session:
         self.status = exit_reason
         if write:
             try:
+                extra = {"blackboard": self.blackboard.stats()} if self.blackboard is not None else {}
                 self.record("session_ended", exit_reason=exit_reason, result=result, message=message,
-                            turns=self.turns, usage=self.usage, cost_usd=round(self.cost_usd, 8), sync=True)
+                            turns=self.turns, usage=self.usage, cost_usd=round(self.cost_usd, 8), sync=True, **extra)
             except OSError as exc:
                 log.error("session_end_not_logged", session_id=self.id, error=str(exc))
         cost = round(self.cost_usd, 8) if math.isfinite(self.cost_usd) else 0.0

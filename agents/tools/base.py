@@ -66,6 +66,8 @@ class ToolContext(msgspec.Struct):
         state_dir: where the tool may keep files (e.g. background process records).
         default_timeout_s: ``bash`` timeout when the model gives none.
         max_output_bytes: cap on what the model sees of a command's output.
+        agent_id: the agent whose call this is.
+        blackboard: the session's shared blackboard; file reads go through it when set.
     """
 
     workspace: Path
@@ -74,6 +76,8 @@ class ToolContext(msgspec.Struct):
     state_dir: Path | None = None
     default_timeout_s: float = 120.0
     max_output_bytes: int = 30_000
+    agent_id: str = "main"
+    blackboard: Any = None  # agents.blackboard.Blackboard shared by the session's agents
 
 
 class ToolInputError(ValueError):

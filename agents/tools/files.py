@@ -121,8 +121,11 @@ class ReadFileTool:
         limit = get_int(input, "limit", default=DEFAULT_READ_LIMIT_LINES, minimum=1)
         name = display_path(path, ctx)
         _existing_file(path, name, max_bytes=MAX_READ_FILE_BYTES, tool=self.name)
-        with open(path, "rb") as f:
-            data = f.read(MAX_READ_FILE_BYTES + 1)
+        if ctx.blackboard is not None:
+            data = ctx.blackboard.read(path, ctx.agent_id, MAX_READ_FILE_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                data = f.read(MAX_READ_FILE_BYTES + 1)
         if looks_binary(data):
             raise BinaryFile(
                 f"{name} is a binary file (NUL bytes in its first 8 KiB); read_file reads text only"

@@ -93,3 +93,23 @@ def test_background_agents_come_back_after_a_crash(musec: Musec, buggy_repo: Pat
     assert [r["trigger"] for r in runs].count("baseline") == 1  # the baseline before the crash is kept
     assert any(e["type"] == "agent_message" and e["agent"] == "verifier" for e in events)
     assert musec("log", "verify", sid).returncode == 0
+
+
+def test_blackboard_serves_a_file_the_scout_already_read(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "reads.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "read_file", "input": {"path": "pager.py"}}],
+        [{"expect_result": "def page"}, {"tool": "read_file", "input": {"path": "test_pager.py"}}],
+        [{"text": "read both"}],
+    ]}))
+    stats = {}
+    for flags in ([], ["--no-blackboard"]):
+        proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "scout", *flags,
+                     "--output-format", "json", "read", cwd=buggy_repo)
+        assert proc.returncode == 0, proc.stderr
+        sid = json.loads(proc.stdout)["session_id"]
+        ended = json.loads(musec("log", sid, "--json").stdout.splitlines()[-1])
+        stats[bool(flags)] = ended.get("blackboard")
+    assert stats[True] is None
+    board = stats[False]
+    assert board["served_to_others"] == 2 and board["disk_reads"] == 2  # the scout's two reads, nothing more
