@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
     gc.add_argument("--dry-run", action="store_true")
 
+    cost = sub.add_parser("cost", help="tokens and dollars of a session, per agent and model")
+    cost.add_argument("session_id", nargs="?", default="", help="default: the latest session of this workspace")
+    cost.add_argument("--json", action="store_true")
     agents = sub.add_parser("agents", help="a session's agents: role, state, last activity, tokens, cost")
     agents.add_argument("session_id")
     agents.add_argument("--json", action="store_true")
@@ -143,6 +146,8 @@ def dispatch(args: argparse.Namespace) -> int:
             return cmd_workers(args)
         case "agents":
             return cmd_agents(args)
+        case "cost":
+            return cmd_cost(args)
         case "apply":
             return cmd_apply(args)
         case "daemon":
@@ -552,4 +557,27 @@ def cmd_agents(args: argparse.Namespace) -> int:
     for a in r.agents:
         last = _age(a.last_activity_at) + " ago" if a.last_activity_at else "never"
         print(f"{a.agent:<20} {a.role:<9} {a.state:<22} {last:>9}  {a.input_tokens + a.output_tokens:>8} tokens  ${a.cost_usd:.4f}")
+    return exitcodes.OK
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    conn = connect()
+    try:
+        r = conn.request(p.Cost(id=conn.next_id(), session_id=args.session_id,
+                                workspace="" if args.session_id else resolve_workspace(None)))
+    except RequestFailed as exc:
+        print(f"musec: {exc}", file=sys.stderr)
+        return request_error_code(exc)
+    if args.json:
+        print(json.dumps({"session_id": r.session_id, "total_usd": r.total_usd, "retries": r.retries, "rows": [
+            {"agent": x.agent, "model": x.model, "calls": x.calls, "input_tokens": x.input_tokens,
+             "output_tokens": x.output_tokens, "cache_read_tokens": x.cache_read_tokens,
+             "cache_write_tokens": x.cache_write_tokens, "cost_usd": x.cost_usd} for x in r.rows]}))
+        return exitcodes.OK
+    print(f"session {r.session_id}")
+    print(f"{'agent':<18} {'model':<32} {'calls':>5} {'input':>9} {'cached':>9} {'output':>8} {'cost':>10}")
+    for x in r.rows:
+        print(f"{x.agent:<18} {x.model[:32]:<32} {x.calls:>5} {x.input_tokens:>9} {x.cache_read_tokens:>9} "
+              f"{x.output_tokens:>8} {'$' + format(x.cost_usd, '.4f'):>10}")
+    print(f"total ${r.total_usd:.4f}" + (f" ({r.retries} retried call(s))" if r.retries else ""))
     return exitcodes.OK

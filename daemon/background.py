@@ -318,3 +318,39 @@ def list_agents(daemon: Any, session_id: str, request_id: int) -> Any:
                                input_tokens=info["tokens_in"], output_tokens=info["tokens_out"],
                                cost_usd=round(info["cost"], 8), events=info["events"]))
     return p.Agents(id=request_id, session_id=sid, agents=out)
+
+
+def cost_report(daemon: Any, session_id: str, workspace: str, request_id: int) -> Any:
+    """Tokens and dollars per agent and model, from the session's ``model_response`` events."""
+    from . import protocol as p
+    from .errors import SessionNotFound
+    from .eventlog import iter_events
+
+    if session_id:
+        sid = daemon.resolve_id(session_id)
+    else:
+        found = daemon.list_sessions(workspace)
+        if not found:
+            raise SessionNotFound(f"no session in {workspace}; give a session id (`musec sessions --all`)")
+        sid = found[0].id
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    retries = 0
+    for ev in iter_events(daemon.log_path(sid)):
+        if ev.get("type") == "model_retry":
+            retries += 1
+        if ev.get("type") != "model_response":
+            continue
+        row = rows.setdefault((str(ev.get("agent", "main")), str(ev.get("model", ""))),
+                              {"calls": 0, "in": 0, "out": 0, "cr": 0, "cw": 0, "usd": 0.0})
+        usage = ev.get("usage") or {}
+        row["calls"] += 1
+        row["in"] += int(usage.get("input_tokens", 0))
+        row["out"] += int(usage.get("output_tokens", 0))
+        row["cr"] += int(usage.get("cache_read_tokens", 0))
+        row["cw"] += int(usage.get("cache_write_tokens", 0))
+        row["usd"] += float(ev.get("cost_usd", 0.0))
+    out = [p.CostRow(agent=a, model=m, calls=r["calls"], input_tokens=r["in"], output_tokens=r["out"],
+                     cache_read_tokens=r["cr"], cache_write_tokens=r["cw"], cost_usd=round(r["usd"], 8))
+           for (a, m), r in sorted(rows.items())]
+    return p.CostReport(id=request_id, session_id=sid, rows=out, total_usd=round(sum(r.cost_usd for r in out), 8),
+                        retries=retries)

@@ -165,6 +165,14 @@ class CollectSessions(_Msg, tag="collect_sessions"):
     dry_run: bool = False
 
 
+class Cost(_Msg, tag="cost"):
+    """Tokens and dollars of a session (empty id: the latest of ``workspace``), per agent and model."""
+
+    id: int
+    session_id: str = ""
+    workspace: str = ""
+
+
 class ListAgents(_Msg, tag="list_agents"):
     """A session's agents: main, background roles, workers."""
 
@@ -227,7 +235,7 @@ class Shutdown(_Msg, tag="shutdown"):
 
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | ApprovalAnswer | Interrupt
-    | EndSession | ListSessions | ListModels | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
+    | EndSession | ListSessions | ListModels | Cost | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
 )
 
 
@@ -397,6 +405,27 @@ class WorkerInfo(msgspec.Struct, frozen=True):
     instruction: str = ""
 
 
+class CostRow(msgspec.Struct, frozen=True):
+    """One agent's use of one model: calls, tokens, dollars (list price, catalog)."""
+
+    agent: str
+    model: str
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class CostReport(_Msg, tag="cost_report"):
+    id: int
+    session_id: str
+    rows: list[CostRow]
+    total_usd: float = 0.0
+    retries: int = 0
+
+
 class AgentInfo(msgspec.Struct, frozen=True):
     """One agent of a session; ``last_activity_at`` in UNIX seconds."""
 
@@ -452,7 +481,7 @@ class StatusReply(_Msg, tag="status_reply"):
 
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | Delta | Idle | SessionEnded | Resync
-    | Sessions | LogLines | VerifyResult | ReplayResult | Models | Agents | Workers | Applied | Collected | StatusReply
+    | Sessions | LogLines | VerifyResult | ReplayResult | Models | CostReport | Agents | Workers | Applied | Collected | StatusReply
 )
 
 

@@ -390,6 +390,10 @@ class Connection:
             case p.EndSession():
                 self._live(msg.session_id).end()
                 await self.send(p.Ok(id=msg.id))
+            case p.Cost():
+                from .background import cost_report
+
+                await self.send(cost_report(d, msg.session_id, msg.workspace, msg.id))
             case p.ListAgents():
                 from .background import list_agents
 

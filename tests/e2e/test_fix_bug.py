@@ -164,3 +164,33 @@ def test_models_lists_the_catalog(musec: Musec) -> None:
     models = {m["id"]: m for m in json.loads(proc.stdout)}
     assert "sonnet" in models["anthropic/claude-sonnet-4-6"]["aliases"]
     assert models["anthropic/claude-sonnet-4-6"]["output_per_mtok"] > 0
+
+
+def test_retries_are_survived_logged_and_costed(musec: Musec, buggy_repo: Path) -> None:
+    from tests.support.anthropic_server import error_response
+
+    key = "sk-ant-" + "api03-retryTestKeyNeverReal-0123456789"
+    turns = _anthropic_turns()
+    with AnthropicServer() as server:
+        server.enqueue(
+            error_response(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit",
+                           headers={"retry-after": "1"}),
+            error_response(529, "overloaded_error", "Overloaded"),
+            message([{"type": "text", "text": "Let me"}], error="overloaded_error"),
+            *turns,
+        )
+        proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto", "--output-format", "json",
+                     "fix it", cwd=buggy_repo, env={"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": server.base_url})
+    assert proc.returncode == 0, proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    events = _events(musec, sid)
+    retries = [e for e in events if e["type"] == "model_retry"]
+    assert [r["status"] for r in retries][:2] == [429, 529] and len(retries) == 3
+    assert retries[0]["retry_after_s"] == 1 and retries[0]["delay_s"] >= 1
+    assert run_library_tests(buggy_repo).returncode == 0
+    cost = musec.json("cost", sid, "--json")
+    assert cost["retries"] == 3 and cost["total_usd"] > 0
+    # The model column is the model that served each call, as the provider reported it.
+    assert [(r["agent"], r["model"], r["calls"]) for r in cost["rows"]] == [("main", "claude-test", 5)]
+    text = musec("cost", sid).stdout
+    assert "main" in text and "claude-test" in text and "total $" in text
