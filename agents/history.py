@@ -17,6 +17,7 @@ Events that shape the history (others are ignored):
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import msgspec
@@ -27,6 +28,23 @@ from .conversation import Block, Message, TextBlock, ToolCallBlock, ToolResultBl
 def decode_blocks(raw: Any) -> list[Block]:
     """Decode the ``content`` of a ``model_response`` event into blocks."""
     return msgspec.convert(raw, list[Block])
+
+
+#: Tools whose results carry text from outside musec (files, command output).
+UNTRUSTED_SOURCES = frozenset({"read_file", "grep", "glob", "bash"})
+
+
+def mark_untrusted(tool: str, content: str) -> str:
+    """Wrap a tool result that carries outside text in an ``untrusted-data`` element.
+
+    The element's id is a digest of the content, so text inside cannot forge the closing
+    tag (it would have to contain its own digest). The system prompt tells the model that
+    such text is data, never instructions.
+    """
+    if tool not in UNTRUSTED_SOURCES:
+        return content
+    tag = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f'<untrusted-data id="{tag}" source="{tool}">\n{content}\n</untrusted-data id="{tag}">'
 
 
 class History:
@@ -75,7 +93,8 @@ class History:
             self.tokens_out += int(usage.get("output_tokens", 0))
             self.cost_usd += float(event.get("cost_usd", 0.0))
         elif kind == "tool_finished":
-            self._user_block(ToolResultBlock(event["call_id"], event.get("content", ""), bool(event.get("is_error"))))
+            content = mark_untrusted(str(event.get("tool", "")), event.get("content", ""))
+            self._user_block(ToolResultBlock(event["call_id"], content, bool(event.get("is_error"))))
             self._release_held()
         elif kind == "tool_interrupted":
             reason = event.get("reason", "interrupted")
