@@ -21,7 +21,7 @@ from .errors import ClientError, DaemonLost, RequestFailed, UsageError
 from .render import Renderer, safe
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
-DEFAULT_AGENTS = "scout,verifier"
+DEFAULT_AGENTS = "scout,verifier,reviewer"
 APPROVALS = ("ask", "auto", "read-only", "never")
 
 

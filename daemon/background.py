@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("musec.background")
 
-ROLES = ("verifier", "scout")
+ROLES = ("verifier", "scout", "reviewer")
 INBOX_EVENTS = 256
 DEBOUNCE_S = 0.3
 TEST_TIMEOUT_S = 600.0
@@ -259,6 +259,57 @@ class Scout(BackgroundAgent):
         return head + "\n" + "\n".join(hits[:40])
 
 
+_FINDINGS = (
+    (re.compile(r"^[<>=]{7}( |$)"), "a merge conflict marker"),
+    (re.compile(r"\bbreakpoint\(\)|\bpdb\.set_trace\(\)|\bdebugger;"), "a debugger call left in"),
+    (re.compile(r"\b(TODO|FIXME|XXX)\b"), "a new TODO/FIXME"),
+)
+
+
+class Reviewer(BackgroundAgent):
+    """Reads the turn's diff before the main agent ends the task; can send it back."""
+
+    role = "reviewer"
+
+    def __init__(self, session: Session, workspace: Path) -> None:
+        super().__init__(session, workspace)
+        self.diffs: list[tuple[str, str]] = []
+        self.reviewed = 0
+
+    def notify(self, event: dict[str, Any]) -> None:
+        """Keep the turn's diffs as they are recorded (no inbox: nothing may be missed)."""
+        if event.get("type") == "user_message" and event.get("agent") == "main":
+            self.diffs, self.reviewed = [], 0
+        elif event.get("type") == "file_edited" and event.get("agent") == "main":
+            self.diffs.append((str(event.get("path")), str(event.get("diff", ""))))
+
+    async def run(self) -> None:
+        self.state = "watching"
+        self.ready.set()
+        await anyio.sleep_forever()
+
+    async def review(self) -> list[str]:
+        """Findings on the edits made since the last review (empty: nothing to say)."""
+        new, self.reviewed = self.diffs[self.reviewed :], len(self.diffs)
+        findings = []
+        for path, diff in new:
+            for line in diff.splitlines():
+                if not line.startswith("+") or line.startswith("+++"):
+                    continue
+                for pattern, what in _FINDINGS:
+                    if pattern.search(line[1:]):
+                        findings.append(f"{path}: {what}: `{line[1:].strip()[:100]}`")
+        status = (self.session.blackboard.facts.get("test_status") if self.session.blackboard is not None else None)
+        if new and status and not status.get("passed"):
+            failing = ", ".join(status.get("failing", [])[:5])
+            findings.append(f"the verifier's last test run fails: {failing}")
+        self.state = f"reviewed {len(new)} edit(s), {len(findings)} finding(s)"
+        self.last_activity_at = time.time()
+        if findings:
+            self.record("review", edits=len(new), findings=findings)
+        return findings[:20]
+
+
 def _is_test(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return name.startswith("test_") or name.endswith("_test.py") or "/tests/" in f"/{path}"
@@ -268,7 +319,12 @@ def make_background(session: Session, workspace: Path, roles: list[str], wrap: A
     """The session's background agents for ``roles`` (unknown names are refused earlier)."""
     agents: dict[str, BackgroundAgent] = {}
     for role in roles:
-        agents[role] = Verifier(session, workspace, wrap) if role == "verifier" else Scout(session, workspace)
+        if role == "verifier":
+            agents[role] = Verifier(session, workspace, wrap)
+        elif role == "scout":
+            agents[role] = Scout(session, workspace)
+        else:
+            agents[role] = Reviewer(session, workspace)
     return agents
 
 

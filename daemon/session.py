@@ -25,6 +25,7 @@ from .eventlog import EventLog, read_lines
 log = structlog.get_logger("musec.session")
 SUBSCRIBER_BUFFER = 512
 INPUT_BUFFER = 64
+MAX_REVIEW_ROUNDS = 2  # times the reviewer may send a finished turn back
 
 
 class Subscriber:
@@ -219,6 +220,16 @@ class Session:
         with anyio.CancelScope() as scope:
             self._turn_scope = scope
             outcome = await self.agent.run()
+            reviewer = self.background.get("reviewer")
+            rounds = 0
+            while reviewer is not None and outcome.exit_reason == "finished" and rounds < MAX_REVIEW_ROUNDS:
+                findings = await reviewer.review()
+                if not findings:
+                    break
+                rounds += 1  # sent back: the agent goes on with the findings in its history
+                reviewer.record("agent_message", to="main", **{"from": "reviewer"}, priority="high", sync=True,
+                                body="Before you finish, the review of your changes found:\n" + "\n".join(f"- {f}" for f in findings))
+                outcome = await self.agent.run()
         self._turn_scope = None
         if outcome is None:
             reason, result, message = "interrupted", "", "the turn was interrupted"

@@ -113,3 +113,24 @@ def test_blackboard_serves_a_file_the_scout_already_read(musec: Musec, buggy_rep
     assert stats[True] is None
     board = stats[False]
     assert board["served_to_others"] == 2 and board["disk_reads"] == 2  # the scout's two reads, nothing more
+
+
+def test_reviewer_sends_a_finished_turn_back_with_findings(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "review.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "edit_file", "input": {"path": "pager.py", "old_string": BUGGY,
+                                         "new_string": "    breakpoint()\n" + FIXED}}],
+        [{"text": "Done, fixed."}],
+        [{"tool": "edit_file", "input": {"path": "pager.py", "old_string": "    breakpoint()\n", "new_string": ""}}],
+        [{"text": "Removed the breakpoint; done."}],
+    ]}))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "reviewer",
+                 "--output-format", "json", "fix it", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["result"] == "Removed the breakpoint; done."
+    events = [json.loads(x) for x in musec("log", result["session_id"], "--json").stdout.splitlines()]
+    sent_back = [e for e in events if e["type"] == "agent_message" and e["from"] == "reviewer"]
+    assert len(sent_back) == 1 and "debugger call" in sent_back[0]["body"]
+    assert [e["type"] for e in events].count("turn_ended") == 1  # one turn, sent back once, then finished
+    assert "breakpoint" not in (buggy_repo / "pager.py").read_text() and run_library_tests(buggy_repo).returncode == 0
