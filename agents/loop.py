@@ -227,6 +227,10 @@ class Agent:
             output = await tool.run(call.input, self.ctx)
         except Exception as exc:  # a tool's bug is the call's error, never the session's end
             output = ToolOutput(content=f"the tool failed: {type(exc).__name__}: {exc}", is_error=True)
+        if not output.is_error:
+            filtered = self.policy.filter_listing(call.name, output.content)
+            if filtered != output.content:
+                output = msgspec.structs.replace(output, content=filtered, full_output=None)
         crash_at("before_tool_finished")
         self._finish(call, output, time.monotonic() - t0)
 

@@ -198,7 +198,39 @@ def _deny_candidates(command: str) -> set[str]:
     found.update(command_segments(command) or [])
     found.update(_normalize(piece) for piece in re.split(r"[;&|()\n`\"'$<>{}]", command))
     found.discard("")
-    return found
+    return found | {u for c in found for u in _unwrapped(c)}
+
+
+#: Words that run the command after them: a deny rule for ``curl`` must also catch
+#: ``env curl``, ``time curl``, ``if true; then curl`` ... (their options are skipped too).
+_WRAPPERS = frozenset({
+    "env", "time", "command", "exec", "nice", "nohup", "xargs", "sudo", "doas", "timeout", "stdbuf",
+    "ionice", "setsid", "chrt", "taskset", "builtin", "then", "else", "elif", "do", "if", "while", "until", "!",
+})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _unwrapped(text: str) -> set[str]:
+    """``text`` without leading assignments, wrapper commands and their options, and with
+    the command's path reduced to its name (``/usr/bin/curl x`` -> ``curl x``)."""
+    out: set[str] = set()
+    words = text.split(" ")
+    for _ in range(8):
+        changed = False
+        while words and (_ASSIGNMENT.match(words[0]) or (words[0] in _WRAPPERS)):
+            wrapper = words.pop(0)
+            changed = True
+            while words and (words[0].startswith("-") or (wrapper in ("timeout", "nice", "chrt", "taskset")
+                                                           and words[0][:1].isdigit())):
+                words.pop(0)
+        if words and "/" in words[0]:
+            words[0] = words[0].rsplit("/", 1)[1]
+            changed = True
+        if not changed:
+            break
+        out.add(" ".join(words))
+    out.discard("")
+    return out
 
 
 @dataclass(frozen=True)
@@ -391,6 +423,31 @@ class Policy:
     def decide(self, mode: str, call: Call) -> Verdict:
         """``decide_call`` with this policy's rules."""
         return decide_call(mode, call, self.rules)
+
+    def filter_listing(self, tool: str, content: str) -> str:
+        """Drop the lines of a ``grep``/``glob`` result whose file a ``read`` deny rule
+        covers: searching a folder must not reveal what reading the file would not.
+
+        ``grep`` lines are ``PATH:LINE:TEXT``, ``glob`` lines are ``PATH`` (relative to the
+        workspace). A note says how many lines were hidden and by which rule.
+        """
+        denies = [r for r in self.rules if r.action == "deny" and r.covers(tool)]
+        if tool not in ("grep", "glob") or not denies:
+            return content
+        workspace = os.path.realpath(self.workspace or os.getcwd())
+        kept, hidden, by = [], 0, ""
+        for line in content.splitlines():
+            rel = line.split(":", 1)[0] if tool == "grep" else line
+            abs_path = os.path.realpath(os.path.join(workspace, rel))
+            rel_path = os.path.relpath(abs_path, workspace) if _within(abs_path, workspace) else None
+            rule = next((r for r in denies if _path_matches(r, abs_path, rel_path)), None) if rel else None
+            if rule is None:
+                kept.append(line)
+            else:
+                hidden, by = hidden + 1, rule.text
+        if hidden:
+            kept.append(f"[{hidden} result line(s) hidden by the deny rule {by}]")
+        return "\n".join(kept)
 
     def remember(self, call: Call) -> dict[str, Any]:
         """A person said "always": allow calls like ``call`` from now on (and save the rules).

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -213,8 +214,8 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
     if max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
     budget_usd = getattr(args, "budget_usd", None) or 0.0
-    if budget_usd < 0 or getattr(args, "budget_usd", None) == 0:
-        raise UsageError("--budget-usd must be more than 0")
+    if not math.isfinite(budget_usd) or budget_usd < 0 or getattr(args, "budget_usd", None) == 0:
+        raise UsageError("--budget-usd must be a finite number of dollars more than 0")
     return p.StartSession(
         id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
         task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
@@ -258,7 +259,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def follow_run(
     conn: Connection, req: p.StartSession | p.ResumeSession, output_format: str,
-    events: list[dict[str, Any]] | None = None, info: dict[str, str] | None = None,
+    events: list[dict[str, Any]] | None = None, info: dict[str, str] | None = None, quiet: bool = False,
 ) -> int:
     """Start a headless session and show it until it ends; return the exit code.
 
@@ -294,7 +295,7 @@ def follow_run(
             case p.SessionStarted():
                 session_id = msg.session_id
                 info.update(session_id=msg.session_id, log_path=msg.log_path)
-                if output_format == "text":
+                if output_format == "text" and not quiet:
                     verb = "resumed" if msg.resumed else "session"
                     cut = f" ({len(msg.interrupted_calls)} interrupted call(s) answered as interrupted)" if msg.interrupted_calls else ""
                     print(f"{verb} {session_id}{cut}", file=sys.stderr)
@@ -326,6 +327,7 @@ def finish_run(output_format: str, msg: p.SessionEnded) -> int:
         "result": msg.result, "message": msg.message, "turns": msg.turns, "usage": msg.usage,
         "cost_usd": msg.cost_usd, "log_path": msg.log_path,
     }
+    sys.stdout.flush()
     if output_format in ("json", "stream-json"):
         print(json.dumps(summary, ensure_ascii=False))
     else:

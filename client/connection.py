@@ -146,7 +146,7 @@ def spawn_daemon() -> subprocess.Popen[bytes]:
     except OSError as exc:
         where = os.environ.get("MUSEC_HOME") or str(p.state_home())
         raise DaemonStartFailed(f"cannot use {where} for musec's state ({exc.strerror}); set MUSEC_HOME to a writable directory") from None
-    with open(logs / "musecd.stderr", "ab") as err:
+    with open(os.open(logs / "musecd.stderr", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600), "ab") as err:
         return subprocess.Popen(
             [sys.executable, "-m", "musec.daemon"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,

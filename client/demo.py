@@ -58,7 +58,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     events: list[dict] = []
     info: dict[str, str] = {}
-    code = follow_run(conn, req, "text", events, info)
+    code = follow_run(conn, req, "text", events, info, quiet=True)
     print("\n--- diff ---")
     for ev in events:
         if ev.get("type") == "file_edited":

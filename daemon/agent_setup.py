@@ -60,7 +60,8 @@ def sandbox_wrap(req: p.StartSession) -> Any:
     bwrap = find_bwrap()
     if bwrap is None:
         return None
-    env = tool_env()
+    # Test runs of musec's own (verifier, integration) leave no bytecode in the tree.
+    env = {**tool_env(), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def wrap(argv: list[str], cwd: Path) -> list[str]:
         return bwrap_argv(SandboxPolicy(), cwd, env, argv, bwrap=bwrap)

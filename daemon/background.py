@@ -112,12 +112,17 @@ class Verifier(BackgroundAgent):
         self.wrap = wrap
         self.known_failing: set[str] | None = None
         self.last_run: dict[str, Any] | None = None
+        self.pending_edit = False
 
     def restore(self, event: dict[str, Any]) -> None:
-        """The last test run before a restart is the baseline to compare with."""
+        """The last test run before a restart is the baseline to compare with; an edit
+        after it (the daemon stopped before the run) is tested as soon as it resumes."""
         if event.get("type") == "test_run" and event.get("agent") == self.agent_id:
             self.known_failing = set(event.get("failing_tests", []))
             self.last_run = {"passed": event.get("passed"), "failing": list(event.get("failing_tests", [])), "output_tail": ""}
+            self.pending_edit = False
+        elif self._is_workspace_edit(event):
+            self.pending_edit = True
 
     async def run(self) -> None:
         from musec.agents.workers import detect_test_command
@@ -133,21 +138,28 @@ class Verifier(BackgroundAgent):
             self.state = "baseline"
             self.known_failing = await self._run_tests(command, trigger="baseline")
         self.ready.set()
+        if self.pending_edit:
+            await self._check(command)
         self.state = "watching"
         async for event in self._inbox:
             if not self._is_workspace_edit(event) and not self.overflowed:
                 continue
             await self._settle()
-            self.overflowed = False
-            self.state = "testing"
-            failing = await self._run_tests(command, trigger="edit")
-            new = sorted(failing - (self.known_failing or set()))
-            if new:
-                body = (f"New test failures after the latest edits ({len(new)}):\n" + "\n".join(f"  {n}" for n in new[:20])
-                        + f"\nCommand: {command}. Output tail:\n{(self.last_run or {}).get('output_tail', '')[-1500:]}")
-                self.record("agent_message", to="main", **{"from": self.agent_id}, priority="high", body=body, sync=True)
-            self.known_failing = failing
-            self.state = "watching"
+            await self._check(command)
+
+    async def _check(self, command: Any) -> None:
+        """Run the tests and escalate failures that were not there before."""
+        self.overflowed = False
+        self.pending_edit = False
+        self.state = "testing"
+        failing = await self._run_tests(command, trigger="edit")
+        new = sorted(failing - (self.known_failing or set()))
+        if new:
+            body = (f"New test failures after the latest edits ({len(new)}):\n" + "\n".join(f"  {n}" for n in new[:20])
+                    + f"\nCommand: {command}. Output tail:\n{(self.last_run or {}).get('output_tail', '')[-1500:]}")
+            self.record("agent_message", to="main", **{"from": self.agent_id}, priority="high", body=body, sync=True)
+        self.known_failing = failing
+        self.state = "watching"
 
     def _is_workspace_edit(self, event: dict[str, Any]) -> bool:
         return event.get("type") == "file_edited" and not str(event.get("agent", "main")).startswith("worker:")

@@ -21,7 +21,7 @@ class BlobStore:
             return digest
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "wb") as f:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -147,7 +147,7 @@ class EventLog:
             if cut < size:
                 torn = os.pread(fd, size - cut, cut)
                 torn_path = path.with_name(path.name + ".torn")
-                with open(torn_path, "ab") as f:
+                with open(os.open(torn_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600), "ab") as f:
                     f.write(torn + b"\n")
                     f.flush()
                     os.fsync(f.fileno())

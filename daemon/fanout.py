@@ -61,6 +61,10 @@ class FanOut:
 
         s, state = self.session, self.daemon.paths.state
         repo = Path(self.req.workspace)
+        used = [t["name"] for t in tasks if (state / "worktrees" / s.id / t["name"]).exists()]
+        if used:
+            return ToolOutput(content=f"spawn_workers: worker name(s) {', '.join(used)} were used earlier in this session "
+                              "(their branches hold that work); choose new names", is_error=True)
         try:
             base = await anyio.to_thread.run_sync(functools.partial(prepare_base, repo, s.id, dirty="snapshot"))
             trees = []

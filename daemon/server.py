@@ -45,11 +45,12 @@ class Paths:
         self.lock = self.state / "musecd.lock"
 
     def ensure(self) -> None:
-        os.umask(0o077)
+        """Make the state directories 0700. The process umask is left alone: files the
+        agents create in a workspace get the person's usual modes; musec's own files are
+        created 0600 explicitly."""
         for d in (self.state, self.sessions, self.blobs, self.logs, self.socket.parent):
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.socket.parent, 0o700)
-        os.chmod(self.state, 0o700)
+            os.chmod(d, 0o700)
 
 
 def acquire_lock(paths: Paths) -> int:
@@ -488,7 +489,8 @@ def configure_logging(paths: Paths) -> None:
     """structlog to ``state/logs/musecd.log`` as JSON lines (configured once, here)."""
     import logging
 
-    handler = open(paths.logs / "musecd.log", "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    fd = os.open(paths.logs / "musecd.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    handler = open(fd, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

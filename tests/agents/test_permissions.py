@@ -245,3 +245,26 @@ def test_remember_applies_at_once_and_saves(tmp_path: Path) -> None:
     fields = failing.remember(call)
     assert "Permission denied" in fields["save_error"]
     assert failing.decide("ask", call).decision == "allow"  # still applies to this session
+
+
+@pytest.mark.parametrize("command", [
+    "/usr/bin/curl x", "env curl x", "FOO=1 curl x", "time curl x", "command curl x", "exec curl x",
+    "nice -n 5 curl x", "xargs curl", "if true; then curl x; fi", "timeout 5 curl x", "sudo -E curl x",
+])
+def test_deny_sees_through_wrappers_and_paths(command: str) -> None:
+    rule = parse_rule("bash(curl *)", "deny")
+    verdict = decide_call("auto", Call("bash", "execute", command=command), [rule])
+    assert verdict.decision == "deny", command
+
+
+def test_echoing_a_denied_word_is_not_denied() -> None:
+    rule = parse_rule("bash(curl *)", "deny")
+    assert decide_call("auto", Call("bash", "execute", command="echo curl"), [rule]).decision == "allow"
+
+
+def test_search_results_in_denied_files_are_hidden(tmp_path) -> None:
+    policy = Policy(rules=[parse_rule("read(*.key)", "deny")], workspace=tmp_path)
+    grep = policy.filter_listing("grep", "sub/x.key:1:secret\nsrc/a.py:3:k = 1")
+    assert grep.splitlines() == ["src/a.py:3:k = 1", "[1 result line(s) hidden by the deny rule read(*.key)]"]
+    assert policy.filter_listing("glob", "sub/x.key\na.py") .splitlines()[0] == "a.py"
+    assert policy.filter_listing("read_file", "sub/x.key") == "sub/x.key"

@@ -134,3 +134,21 @@ def test_reviewer_sends_a_finished_turn_back_with_findings(musec: Musec, buggy_r
     assert len(sent_back) == 1 and "debugger call" in sent_back[0]["body"]
     assert [e["type"] for e in events].count("turn_ended") == 1  # one turn, sent back once, then finished
     assert "breakpoint" not in (buggy_repo / "pager.py").read_text() and run_library_tests(buggy_repo).returncode == 0
+
+
+def test_verifier_tests_an_edit_the_crash_left_untested(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    repo = _green_repo(buggy_repo)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "edit_file", "input": {"path": "pager.py", "old_string": FIXED, "new_string": BUGGY}}],
+        [{"text": "edited"}, {"tool": "bash", "input": {"command": "sleep 3"}}],
+        [{"text": "done"}],
+    ]}))
+    # The crash comes right after the edit (at the next streamed text), before the verifier can run.
+    crashed = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "verifier",
+                    "go", cwd=repo, env={"MUSEC_CRASH_AT": "mid_model_stream"})
+    assert crashed.returncode == 5
+    sid = crashed.stderr.split("musec run --resume ")[1].split("`")[0]
+    assert musec("run", "--resume", sid, cwd=repo).returncode == 0
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    assert any(e["type"] == "agent_message" and e["agent"] == "verifier" for e in events)

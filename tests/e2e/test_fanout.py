@@ -113,6 +113,7 @@ def test_clean_integration_is_applied_through_git(musec: Musec, tmp_path: Path) 
     assert applied.returncode == 0, applied.stderr
     assert "main:" in applied.stdout
     assert (repo / "double.py").read_text() == DOUBLE and (repo / "NOTES.md").exists()
+    assert (repo / "double.py").stat().st_mode & 0o777 == 0o644  # the daemon's private umask does not leak
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, env=musec.env)
     assert status.stdout == ""
     again = musec("apply", sid)
@@ -143,3 +144,28 @@ def test_gc_removes_worktrees_but_never_uncommitted_work(musec: Musec, tmp_path:
     assert not (trees / first).exists() and (trees / second / "docs" / "scratch.txt").exists()
     branches = subprocess.run(["git", "branch", "--list", "musec/*"], cwd=repo, capture_output=True, text=True, env=musec.env)
     assert first not in branches.stdout and second in branches.stdout
+
+
+def test_a_worker_name_is_not_reused_in_a_session(musec: Musec, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    tasks = [{"name": "docs", "instruction": "do the docs part"}]
+    script = tmp_path / "twice.json"
+    script.write_text(json.dumps({
+        "turns": [[{"tool": "spawn_workers", "input": {"tasks": tasks}}],
+                  [{"tool": "spawn_workers", "input": {"tasks": tasks}}],
+                  [{"expect_result": "were used earlier"}, {"text": "ok"}]],
+        "agents": {"worker:docs": {"turns": WORKERS["docs"]}},
+    }))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_verifier_writes_no_bytecode_into_the_workspace(musec: Musec, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    (repo / ".gitignore").unlink()
+    script = tmp_path / "quiet.json"
+    script.write_text(json.dumps({"turns": [[{"text": "nothing to do"}]]}))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "verifier", "go", cwd=repo,
+                 env={"PYTHONDONTWRITEBYTECODE": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert not (repo / "__pycache__").exists()
