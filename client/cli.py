@@ -490,6 +490,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
     print(f"{verb} {len(r.sessions)} session(s), {r.bytes_freed} bytes")
     for sid in r.sessions:
         print(f"  {sid}")
+    for line in r.kept:
+        print(f"kept {line}")
     return exitcodes.OK
 
 

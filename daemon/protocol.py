@@ -464,9 +464,12 @@ class Applied(_Msg, tag="applied"):
 
 
 class Collected(_Msg, tag="collected"):
+    """``kept``: one line per session kept back and why (a worktree with uncommitted work)."""
+
     id: int
     sessions: list[str]
     bytes_freed: int = 0
+    kept: list[str] = []
 
 
 class StatusReply(_Msg, tag="status_reply"):

@@ -196,16 +196,17 @@ class Daemon:
         session.on_end = lambda s: self.sessions.pop(s.id, None)
         return session, mid_turn, interrupted
 
-    def collect(self, older_than_s: float, dry_run: bool) -> tuple[list[str], int]:
+    def collect(self, older_than_s: float, dry_run: bool) -> tuple[list[str], int, list[str]]:
         """Remove ended sessions last updated more than ``older_than_s`` ago, and blobs
         no remaining log refers to. Live sessions are never touched."""
         now = time.time()
-        removed, freed = [], 0
+        removed, freed, kept = [], 0, []
         for info in self.list_sessions():
             if info.id in self.sessions or now - info.updated_at < older_than_s:
                 continue
             path = self.log_path(info.id)
-            if not dry_run and not self._remove_worktrees(info):
+            if not dry_run and (why := self._remove_worktrees(info)):
+                kept.append(f"{info.id}: {why}")
                 continue  # a worker worktree holds uncommitted work: keep the session too
             removed.append(info.id)
             if not dry_run:
@@ -215,22 +216,23 @@ class Daemon:
                         extra.unlink()
         if removed and not dry_run:
             freed += self._collect_blobs()
-        return removed, freed
+        return removed, freed, kept
 
-    def _remove_worktrees(self, info: p.SessionInfo) -> bool:
-        """Remove a session's worktrees and branches; False when one holds uncommitted work."""
+    def _remove_worktrees(self, info: p.SessionInfo) -> str:
+        """Remove a session's worktrees and branches; why not, when one holds uncommitted work."""
         if not (self.paths.state / "worktrees" / info.id).exists() or not info.workspace:
-            return True
+            return ""
         from musec.agents.workers import WorkerError, remove_worktrees
 
         try:
             removal = remove_worktrees(info.workspace, self.paths.state, info.id)
         except (WorkerError, OSError) as exc:
             log.warning("worktrees_not_removed", session_id=info.id, error=str(exc))
-            return False
+            return f"its worktrees could not be removed ({exc})"
         if removal.kept:
             log.info("worktrees_kept", session_id=info.id, kept=removal.message)
-        return not removal.kept
+            return removal.message.replace("\n", "; ") + f" (in {self.paths.state / 'worktrees' / info.id})"
+        return ""
 
     def _collect_blobs(self) -> int:
         referenced: set[str] = set()
@@ -365,8 +367,8 @@ class Connection:
 
                 await self.send(replay(d, msg.session_id, msg.id))
             case p.CollectSessions():
-                removed, freed = d.collect(msg.older_than_s, msg.dry_run)
-                await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed))
+                removed, freed, kept = d.collect(msg.older_than_s, msg.dry_run)
+                await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed, kept=kept))
             case p.Attach():
                 sid = d.resolve_id(msg.session_id)
                 session = d.sessions.get(sid)

@@ -140,7 +140,8 @@ def test_gc_removes_worktrees_but_never_uncommitted_work(musec: Musec, tmp_path:
     trees = musec.home / "state" / "worktrees"
     (trees / second / "docs" / "scratch.txt").write_text("work in progress\n")
     done = musec("gc", "--older-than", "0s")
-    assert done.returncode == 0 and first in done.stdout and second not in done.stdout
+    assert done.returncode == 0 and first in done.stdout
+    assert f"kept {second}: kept worktree of docs" in done.stdout
     assert not (trees / first).exists() and (trees / second / "docs" / "scratch.txt").exists()
     branches = subprocess.run(["git", "branch", "--list", "musec/*"], cwd=repo, capture_output=True, text=True, env=musec.env)
     assert first not in branches.stdout and second in branches.stdout
@@ -169,3 +170,24 @@ def test_verifier_writes_no_bytecode_into_the_workspace(musec: Musec, tmp_path: 
                  env={"PYTHONDONTWRITEBYTECODE": ""})
     assert proc.returncode == 0, proc.stderr
     assert not (repo / "__pycache__").exists()
+
+
+def test_a_crash_mid_fan_out_strands_no_work(musec: Musec, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    tasks = [{"name": "fast", "instruction": "write a file"}, {"name": "slow", "instruction": "take long"}]
+    script = tmp_path / "crash.json"
+    script.write_text(json.dumps({
+        "turns": [[{"tool": "spawn_workers", "input": {"tasks": tasks}}], [{"text": "done"}]],
+        "agents": {"worker:fast": {"turns": [[{"tool": "write_file", "input": {"path": "fast.txt", "content": "fast\n"}}],
+                                             [{"text": "wrote it"}]]},
+                   "worker:slow": {"turns": [[{"tool": "bash", "input": {"command": "sleep 5"}}], [{"text": "slept"}]]}},
+    }))
+    crashed = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=repo,
+                    env={"MUSEC_CRASH_AT": "during_tool"})
+    assert crashed.returncode == 5, crashed.stdout + crashed.stderr
+    sid = crashed.stderr.split("musec run --resume ")[1].split("`")[0]
+    resumed = musec("run", "--resume", sid, cwd=repo)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    workers = {w["name"]: w for w in musec.json("workers", sid, "--json")["workers"]}
+    assert workers["fast"]["state"] == "interrupted" and workers["fast"]["commits"] == 1
+    assert musec("log", "verify", sid).returncode == 0
