@@ -77,6 +77,11 @@ def prompt_loop(conn: Connection, session_id: str, args: argparse.Namespace) -> 
     read = _prompt_reader()
     renderer = Renderer(sys.stdout)
     on_trust = None
+    if not session_id:
+        from .cli import resolve_model, resolve_workspace
+
+        print(BANNER.format(version=p.__version__, model=resolve_model(args.model), approval=args.approval or "ask",
+                            workspace=resolve_workspace(args.workspace)), flush=True)
     while True:
         try:
             text = read()
@@ -88,7 +93,6 @@ def prompt_loop(conn: Connection, session_id: str, args: argparse.Namespace) -> 
             break
         if not session_id:
             req = start_request(conn, args, text, interactive=True)
-            print(BANNER.format(version=p.__version__, model=req.model, approval=req.approval, workspace=req.workspace))
             conn.send(req)
             on_trust = _trust_asker(conn, req)
         else:

@@ -206,6 +206,8 @@ def apply_integration(daemon: Daemon, session_id: str, request_id: int) -> p.App
     if not integration.get("ok"):
         raise BadRequest(f"the integration of session {sid} did not pass (conflicts or failing tests); "
                          "see `musec workers " + sid + "`")
+    if _already_applied(workspace, str(integration.get("head", ""))):
+        raise BadRequest(f"the integration of session {sid} is already on your branch; nothing to apply")
     try:
         result = apply(workspace, integration["branch"], expected_head=integration["base_head"],
                        snapshot=integration["base_commit"] if integration.get("snapshot") else None)
@@ -217,3 +219,15 @@ def apply_integration(daemon: Daemon, session_id: str, request_id: int) -> p.App
                        new_head=result.new_head, how=result.how, sync=True)
     return p.Applied(id=request_id, session_id=sid, branch=result.branch, old_head=result.old_head,
                      new_head=result.new_head, how=result.how)
+
+
+def _already_applied(workspace: str, head: str) -> bool:
+    """Whether the person's HEAD is the integration's head or descends from it."""
+    import pygit2
+
+    try:
+        repo = pygit2.Repository(pygit2.discover_repository(workspace))
+        current = repo.head.target
+        return str(current) == head or repo.descendant_of(current, pygit2.Oid(hex=head))
+    except (pygit2.GitError, ValueError, TypeError, KeyError):
+        return False
