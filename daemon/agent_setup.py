@@ -42,7 +42,8 @@ def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, cred
     unknown = [r for r in req.agents if r not in ROLES]
     if unknown:
         raise BadRequest(f"unknown background agent {unknown[0]!r}; the roles are: {', '.join(ROLES)}")
-    extra: list[Any] = [SpawnWorkersTool(FanOut(daemon, session, req, credentials))]
+    session.fanout = FanOut(daemon, session, req, credentials)
+    extra: list[Any] = [SpawnWorkersTool(session.fanout)]
     if req.agents:
         session.background = make_background(session, Path(req.workspace).resolve(), list(req.agents), sandbox_wrap(req))
         extra.append(AskAgentTool(session.ask_agent))

@@ -11,6 +11,7 @@ working copy is only read (to snapshot uncommitted changes); it changes only thr
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,19 @@ committed on your branch when you stop; then every branch is merged and tested t
 When you are done, say in one or two sentences what you changed."""
 
 
+@dataclass
+class WorkerSpec:
+    """One worker of a fan-out: ``done`` when it finished before a restart; ``resume``
+    when its agent goes on from its logged history."""
+
+    name: str
+    instruction: str
+    path: Path
+    branch: str
+    done: bool = False
+    resume: bool = False
+
+
 class FanOut:
     """The ``spawn_workers`` runner of one session."""
 
@@ -52,10 +66,7 @@ class FanOut:
         from musec.agents.tools.base import ToolOutput
         from musec.agents.workers import (
             WorkerError,
-            commit_all,
             create_worktree,
-            detect_test_command,
-            integrate,
             prepare_base,
         )
 
@@ -77,29 +88,51 @@ class FanOut:
             s.record("worker_spawned", sync=True, worker=task["name"], instruction=task["instruction"],
                      branch=tree.branch, path=str(tree.path), base_commit=base.commit, base_head=base.head,
                      base_branch=base.branch, snapshot=base.snapshot, dirty_paths=list(base.dirty_paths))
+        specs = [WorkerSpec(t["name"], t["instruction"], tree.path, tree.branch) for t, tree in zip(tasks, trees, strict=True)]
+        base_fields = {"base_commit": base.commit, "base_head": base.head, "base_branch": base.branch, "snapshot": base.snapshot}
+        return ToolOutput(content=await self.run_and_integrate(specs, base_fields, note=base.note), is_error=False)
+
+    async def resume_from_log(self, spawned: list[dict[str, Any]], finished: set[str]) -> None:
+        """Go on with a fan-out a restart cut off: the unfinished workers continue from their
+        logged histories, then everything is integrated and the main agent is told."""
+        specs = [WorkerSpec(ev["worker"], ev.get("instruction", ""), Path(ev["path"]), ev["branch"],
+                            done=ev["worker"] in finished, resume=True) for ev in spawned]
+        first = spawned[0]
+        base_fields = {k: first.get(k) for k in ("base_commit", "base_head", "base_branch", "snapshot")}
+        summary = await self.run_and_integrate(specs, base_fields, note="the fan-out was resumed after a restart")
+        self.session.record("agent_message", agent="fanout", to="main", **{"from": "fanout"}, priority="high",
+                            body="The fan-out cut off by the restart has finished:\n" + summary, sync=True)
+
+    async def run_and_integrate(self, specs: list[WorkerSpec], base_fields: dict[str, Any], note: str) -> str:
+        """Run the workers, commit each branch, integrate and test; the report's text."""
+        from musec.agents.workers import commit_all, detect_test_command, integrate
+
+        s, state = self.session, self.daemon.paths.state
+        repo = Path(self.req.workspace)
         outcomes: dict[str, Any] = {}
         async with anyio.create_task_group() as tg:
-            for task, tree in zip(tasks, trees, strict=True):
-                tg.start_soon(self._run_worker, task, tree, outcomes)
-        lines = [base.note]
-        branches = []
-        for task, tree in zip(tasks, trees, strict=True):
-            name = task["name"]
-            outcome = outcomes.get(name)
+            for spec in specs:
+                if not spec.done:
+                    tg.start_soon(self._run_worker, spec, outcomes)
+        lines = [note]
+        for spec in specs:
+            if spec.done:
+                lines.append(f"worker {spec.name}: finished before the restart, on {spec.branch}")
+                continue
+            outcome = outcomes.get(spec.name)
             reason = outcome.exit_reason if outcome else "error"
-            commit = await anyio.to_thread.run_sync(functools.partial(commit_all, tree, f"musec worker {name}: {task['instruction'][:60]}"))
-            s.record("worker_finished", worker=name, exit_reason=reason, commit=commit, branch=tree.branch,
+            commit = await anyio.to_thread.run_sync(functools.partial(
+                commit_all, spec.path, f"musec worker {spec.name}: {spec.instruction[:60]}"))
+            s.record("worker_finished", worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
                      result=(outcome.result if outcome else "")[:2000], message=(outcome.message if outcome else "")[:500])
-            lines.append(f"worker {name}: {reason}{', committed ' + commit[:12] if commit else ', no changes'} on {tree.branch}"
+            lines.append(f"worker {spec.name}: {reason}{', committed ' + commit[:12] if commit else ', no changes'} on {spec.branch}"
                          + (f" — {outcome.result.strip()[:300]}" if outcome and outcome.result.strip() else ""))
-            branches.append(tree.branch)
         # The interpreter by name: the sandbox hides a venv that lives under /tmp.
         test_command = detect_test_command(repo, None, python="python3")
-        result = await integrate(repo, state, s.id, base, branches, test_command, timeout_s=INTEGRATION_TEST_TIMEOUT_S,
-                                 wrap=sandbox_wrap(self.req))
+        result = await integrate(repo, state, s.id, str(base_fields["base_commit"]), [spec.branch for spec in specs],
+                                 test_command, timeout_s=INTEGRATION_TEST_TIMEOUT_S, wrap=sandbox_wrap(self.req))
         tests = result.tests
-        s.record("integration", sync=True, branch=result.merge.branch, head=result.merge.head,
-                 base_commit=base.commit, base_head=base.head, base_branch=base.branch, snapshot=base.snapshot,
+        s.record("integration", sync=True, branch=result.merge.branch, head=result.merge.head, **base_fields,
                  merged=[m.branch for m in result.merge.merged],
                  conflicts=[{"branch": c.branch, "files": [{"path": f.path, "ours": f.ours, "theirs": f.theirs}
                                                            for f in c.files]} for c in result.merge.conflicts],
@@ -110,31 +143,40 @@ class FanOut:
         lines.append(result.summary())
         if result.ok:
             lines.append(f"The integrated result is on {result.merge.branch}; the person brings it home with `musec apply {s.id}`.")
-        return ToolOutput(content="\n".join(lines), is_error=False)
+        return "\n".join(lines)
 
-    async def _run_worker(self, task: dict[str, str], tree: Any, outcomes: dict[str, Any]) -> None:
-        """Run one worker agent to its end; a failure is its outcome, never the session's."""
+    async def _run_worker(self, spec: WorkerSpec, outcomes: dict[str, Any]) -> None:
+        """Run one worker agent to its end (from its logged history when resumed); a
+        failure is its outcome, never the session's."""
         from musec.agents.loop import Outcome
 
         from .agent_setup import build_agent
+        from .eventlog import iter_events
 
-        name = task["name"]
-        agent_id = f"worker:{name}"
+        agent_id = f"worker:{spec.name}"
         try:
             agent = build_agent(self.daemon, self.session, self.req, self.credentials, agent_id=agent_id,
-                                workspace=tree.path,
-                                prompt_suffix=_WORKER_PROMPT.format(name=name, path=tree.path, branch=tree.branch))
-            self.session.workers[agent_id] = agent
-            self.session.record("agent_spawned", agent=agent_id, role="worker", workspace=str(tree.path),
-                                system_prompt=agent.system_prompt, tools=list(agent.tools), sync=True)
-            self.session.record("user_message", agent=agent_id, text=task["instruction"], sync=True)
+                                workspace=spec.path,
+                                prompt_suffix=_WORKER_PROMPT.format(name=spec.name, path=spec.path, branch=spec.branch))
+            if spec.resume:
+                for ev in iter_events(self.session.log.path):
+                    if ev.get("type") == "agent_spawned" and ev.get("agent") == agent_id:
+                        agent.system_prompt = ev.get("system_prompt", agent.system_prompt)
+                    agent.history.apply(ev)
+                self.session.workers[agent_id] = agent
+            else:
+                self.session.workers[agent_id] = agent
+                self.session.record("agent_spawned", agent=agent_id, role="worker", workspace=str(spec.path),
+                                    system_prompt=agent.system_prompt, tools=list(agent.tools), sync=True)
+                self.session.record("user_message", agent=agent_id, text=spec.instruction, sync=True)
             with anyio.move_on_after(WORKER_TIME_LIMIT_S) as scope:
-                outcomes[name] = await agent.run()
+                outcomes[spec.name] = await agent.run()
             if scope.cancelled_caught:
-                outcomes[name] = Outcome("time_limit", message=f"stopped after {WORKER_TIME_LIMIT_S:.0f} s")
+                outcomes[spec.name] = Outcome("time_limit", message=f"stopped after {WORKER_TIME_LIMIT_S:.0f} s")
         except Exception as exc:  # supervision at the edge: a worker never takes the session down
-            log.exception("worker_failed", session_id=self.session.id, worker=name)
-            outcomes[name] = Outcome("error", message=f"{type(exc).__name__}: {exc}")
+            log.exception("worker_failed", session_id=self.session.id, worker=spec.name)
+            outcomes[spec.name] = Outcome("error", message=f"{type(exc).__name__}: {exc}")
+
 
 
 def list_workers(daemon: Daemon, session_id: str, request_id: int) -> p.Workers:

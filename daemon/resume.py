@@ -36,7 +36,8 @@ class ResumeState:
     events: int = 0
     open_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     in_turn: bool = False
-    open_workers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fanout_spawned: list[dict[str, Any]] = field(default_factory=list)
+    fanout_finished: set[str] = field(default_factory=set)
 
 
 def fold_for_resume(events: Iterable[dict[str, Any]], appliers: list[Callable[[dict[str, Any]], None]]) -> ResumeState:
@@ -54,9 +55,11 @@ def fold_for_resume(events: Iterable[dict[str, Any]], appliers: list[Callable[[d
         elif kind == "turn_ended":
             state.in_turn = False
         elif kind == "worker_spawned":
-            state.open_workers[ev["worker"]] = ev
+            state.fanout_spawned.append(ev)
         elif kind == "worker_finished":
-            state.open_workers.pop(ev.get("worker"), None)
+            state.fanout_finished.add(ev.get("worker"))
+        elif kind == "integration":
+            state.fanout_spawned, state.fanout_finished = [], set()
         for apply in appliers:
             apply(ev)
     return state
@@ -120,27 +123,14 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
     if report.torn_bytes:
         session.record("log_repaired", torn_bytes=report.torn_bytes, torn_path=report.torn_path, sync=True)
     cut = list(state.open_calls.values())
-    _close_workers(session, state.open_workers)
+    if state.fanout_spawned and any(ev.get("tool") == "spawn_workers" for ev in cut):
+        session.resume_fanout = (state.fanout_spawned, state.fanout_finished)
     for ev in cut:
         session.record("tool_interrupted", agent=ev.get("agent", "main"), call_id=ev["call_id"], tool=ev.get("tool"),
                        reason="the daemon stopped while it ran", sync=True)
     session.record("session_resumed", pid=os.getpid(), interrupted_calls=[e["call_id"] for e in cut],
                    approval=start.approval, sync=True)
     return session, state.in_turn, [e["call_id"] for e in cut]
-
-
-def _close_workers(session: Session, workers: dict[str, dict[str, Any]]) -> None:
-    """Workers a crash cut off: commit what each left in its worktree on its branch, so no
-    work is stranded, and record them as interrupted (the fan-out is not re-run)."""
-    from musec.agents.workers import WorkerError, commit_all
-
-    for name, ev in workers.items():
-        try:
-            commit = commit_all(ev["path"], f"musec worker {name}: work left when the daemon stopped")
-        except (WorkerError, OSError, KeyError):
-            commit = None
-        session.record("worker_finished", worker=name, exit_reason="interrupted", commit=commit,
-                       branch=ev.get("branch", ""), result="", message="the daemon stopped while the worker ran", sync=True)
 
 
 class _ReplayModel:

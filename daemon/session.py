@@ -70,6 +70,8 @@ class Session:
         self.background: dict[str, Any] = {}  # background agents (daemon.background), by role
         self._background_scope: anyio.CancelScope | None = None
         self.blackboard: Any = None  # agents.blackboard.Blackboard, set by the daemon
+        self.fanout: Any = None  # daemon.fanout.FanOut, set by the daemon
+        self.resume_fanout: tuple[list[dict[str, Any]], set[str]] | None = None
         self.status = "running"
         self.ended = anyio.Event()
         self._inputs_send, self._inputs = anyio.create_memory_object_stream[tuple[str, str]](INPUT_BUFFER)
@@ -280,6 +282,10 @@ class Session:
         paused = False
         try:
             await self._background_ready()
+            if self.resume_fanout is not None and self.fanout is not None:
+                spawned, finished = self.resume_fanout
+                self.resume_fanout = None
+                await self.fanout.resume_from_log(spawned, finished)
             if resume_turn:
                 reason, result, message = await self._turn()
                 if self.end_when_idle and not first_task:
