@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--sandbox", choices=("auto", "bwrap", "seatbelt", "off"), default="auto")
         sp.add_argument("--no-blackboard", dest="blackboard", action="store_false",
                         help="every agent reads files from disk itself (for comparison)")
+        sp.add_argument("--agents-model", default="", metavar="M",
+                        help="a model for the scout (it then answers with its own read-only agent); "
+                             "a cheaper one is a good choice")
+        sp.add_argument("--agents-budget-usd", type=float, default=0.0, metavar="X",
+                        help="the background agents' own budget (0: none)")
         sp.add_argument("--agents", default=None, metavar="ROLES",
                         help=f"background agents, comma-separated, or none (default: $MUSEC_AGENTS or {DEFAULT_AGENTS})")
         sp.add_argument("--trust", action="store_true",
@@ -221,7 +226,9 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
         interactive=interactive, end_when_idle=not interactive, sandbox=args.sandbox, redact=secret_values(),
         budget_usd=budget_usd, agents=resolve_agents(getattr(args, "agents", None)),
-        blackboard=getattr(args, "blackboard", True), trust=bool(getattr(args, "trust", False)),
+        blackboard=getattr(args, "blackboard", True),
+        agents_model=resolve_model(args.agents_model) if getattr(args, "agents_model", "") else "",
+        agents_budget_usd=getattr(args, "agents_budget_usd", 0.0) or 0.0, trust=bool(getattr(args, "trust", False)),
         ask_trust=interactive and not getattr(args, "trust", False),
     )
 

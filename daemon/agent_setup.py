@@ -45,9 +45,29 @@ def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, cred
     session.fanout = FanOut(daemon, session, req, credentials)
     extra: list[Any] = [SpawnWorkersTool(session.fanout)]
     if req.agents:
-        session.background = make_background(session, Path(req.workspace).resolve(), list(req.agents), sandbox_wrap(req))
+        scout = _scout_agent(daemon, session, req, credentials) if "scout" in req.agents and req.agents_model else None
+        session.background = make_background(session, Path(req.workspace).resolve(), list(req.agents), sandbox_wrap(req), scout)
         extra.append(AskAgentTool(session.ask_agent))
     return build_agent(daemon, session, req, credentials, extra_tools=extra)
+
+
+_SCOUT_PROMPT = """
+
+You are the scout, a background agent of this session. You know the repository: answer the
+main agent's questions about where things are and how they work, briefly, naming files and
+symbols. You can only read. What you read stays in your context for the whole session, so
+do not read a file twice."""
+
+
+def _scout_agent(daemon: Daemon, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Agent:
+    """The scout's own agent: the session's background model, read-only tools, its own budget."""
+    import msgspec
+
+    scout_req = msgspec.structs.replace(req, model=req.agents_model, budget_usd=req.agents_budget_usd)
+    agent = build_agent(daemon, session, scout_req, credentials, agent_id="scout", prompt_suffix=_SCOUT_PROMPT)
+    agent.tools = {name: tool for name, tool in agent.tools.items() if tool.access == "read"}
+    session.workers["scout"] = agent  # its own events fold into its history
+    return agent
 
 
 def sandbox_wrap(req: p.StartSession) -> Any:
@@ -230,6 +250,8 @@ def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -
         "interactive": req.interactive,
         "tools": [t.spec.name for t in agent.tools.values()],
         "background": list(req.agents),
+        "agents_model": req.agents_model,
+        "agents_budget_usd": req.agents_budget_usd,
         "blackboard": req.blackboard,
         "system_prompt": agent.system_prompt,
         "musec_version": p.__version__,

@@ -206,10 +206,20 @@ class Scout(BackgroundAgent):
     role = "scout"
     MAX_FILES = 20_000
 
-    def __init__(self, session: Session, workspace: Path) -> None:
+    def __init__(self, session: Session, workspace: Path, agent: Any = None) -> None:
         super().__init__(session, workspace)
         self.files: list[str] = []
         self.symbols: dict[str, list[str]] = {}
+        self.agent = agent  # an agents.loop.Agent with read-only tools, when a model is set
+        self._asking = anyio.Lock()
+        self._spawned = False
+
+    def restore(self, event: dict[str, Any]) -> None:
+        """A model-driven scout keeps its conversation across a restart."""
+        if self.agent is not None:
+            self.agent.history.apply(event)
+            if event.get("type") == "agent_spawned" and event.get("agent") == self.agent_id:
+                self._spawned = True
 
     async def run(self) -> None:
         self.state = "mapping"
@@ -255,6 +265,21 @@ class Scout(BackgroundAgent):
         self.symbols[path] = [f"{kind} {name}" for kind, name in _SYMBOL.findall(text)]
 
     async def answer(self, question: str) -> str:
+        """From its model (which keeps what it has read for the whole session) when it has
+        one, else from the map by the question's words."""
+        if self.agent is not None:
+            async with self._asking:
+                self.state = "answering"
+                if not self._spawned:  # its prompt and tools, for replay
+                    self.record("agent_spawned", role="scout", model=self.agent.provider.model,
+                                system_prompt=self.agent.system_prompt, tools=list(self.agent.tools), sync=True)
+                    self._spawned = True
+                self.record("user_message", text=question, sync=True)
+                outcome = await self.agent.run()
+                self.state = "watching"
+                if outcome.exit_reason != "finished":
+                    return f"scout: could not answer ({outcome.exit_reason}: {outcome.message})"
+                return f"scout: {outcome.result}"
         if self.state == "mapping" or not self.files:
             return f"scout: the repository map is not ready yet ({self.state})"
         words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", question)}
@@ -327,14 +352,16 @@ def _is_test(path: str) -> bool:
     return name.startswith("test_") or name.endswith("_test.py") or "/tests/" in f"/{path}"
 
 
-def make_background(session: Session, workspace: Path, roles: list[str], wrap: Any) -> dict[str, BackgroundAgent]:
-    """The session's background agents for ``roles`` (unknown names are refused earlier)."""
+def make_background(session: Session, workspace: Path, roles: list[str], wrap: Any,
+                    scout_agent: Any = None) -> dict[str, BackgroundAgent]:
+    """The session's background agents for ``roles`` (unknown names are refused earlier).
+    ``scout_agent``: the scout's own model-driven agent, if the session gave it a model."""
     agents: dict[str, BackgroundAgent] = {}
     for role in roles:
         if role == "verifier":
             agents[role] = Verifier(session, workspace, wrap)
         elif role == "scout":
-            agents[role] = Scout(session, workspace)
+            agents[role] = Scout(session, workspace, scout_agent)
         else:
             agents[role] = Reviewer(session, workspace)
     return agents

@@ -79,6 +79,8 @@ class StartSession(_Msg, tag="start_session"):
     budget_usd: float = 0.0
     agents: list[str] = []
     blackboard: bool = True
+    agents_model: str = ""
+    agents_budget_usd: float = 0.0
     trust: bool = False
     ask_trust: bool = False
 

@@ -107,6 +107,7 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
             credentials=credentials, interactive=req.interactive, end_when_idle=req.end_when_idle,
             sandbox=started.get("sandbox", "auto"), agents=list(started.get("background", [])),
             blackboard=bool(started.get("blackboard", True)),
+            agents_model=str(started.get("agents_model", "")), agents_budget_usd=float(started.get("agents_budget_usd", 0.0)),
         )
         agent = build_main_agent(daemon, session, start, credentials)
     except BaseException:
@@ -165,14 +166,15 @@ def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
     except LogCorrupt as exc:
         return p.ReplayResult(id=request_id, session_id=sid, ok=False, events=0, model_requests=0, turns=0, problems=[str(exc)])
     started = _started(events[0] if events else None, path)
-    prompts = {ev["agent"]: ev.get("system_prompt", "") for ev in events if ev.get("type") == "agent_spawned"}
+    spawned = {ev["agent"]: ev for ev in events if ev.get("type") == "agent_spawned"}
+    prompts = {agent: ev.get("system_prompt", "") for agent, ev in spawned.items()}
     agents: dict[str, Agent] = {}
 
     def agent_for(agent_id: str, ev: dict[str, Any]) -> Agent:
         if agent_id not in agents:
             agents[agent_id] = Agent(
                 agent_id=agent_id, provider=_ReplayModel(ev.get("provider", ""), ev.get("model", "")),
-                tools=_tools_for(agent_id, started), ctx=ToolContext(workspace=Path(started["workspace"]), env={}),
+                tools=_tools_for(agent_id, spawned.get(agent_id, started)), ctx=ToolContext(workspace=Path(started["workspace"]), env={}),
                 record=_no_record, ask=_no_ask, on_delta=_no_delta, approval_mode="auto", max_turns=1,
                 system_prompt=prompts.get(agent_id, started.get("system_prompt", "")), store_blob=_no_blob, session_id=sid,
             )
@@ -199,15 +201,13 @@ def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
 
 
 def _tools_for(agent_id: str, started: dict[str, Any]) -> list[Any]:
-    """The tools an agent was offered, in order: the main agent's are named in
-    ``session_started``; workers get the default tools."""
+    """The tools an agent was offered, in order, as named in its ``session_started`` (main)
+    or ``agent_spawned`` event."""
     from musec.agents.ask_agent import AskAgentTool
     from musec.agents.tools import default_tools
     from musec.agents.workers.tool import SpawnWorkersTool
 
     available = {t.name: t for t in [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]}
-    if agent_id != "main":
-        return default_tools()
     return [available[name] for name in started.get("tools", []) if name in available]
 
 

@@ -152,3 +152,32 @@ def test_verifier_tests_an_edit_the_crash_left_untested(musec: Musec, buggy_repo
     assert musec("run", "--resume", sid, cwd=repo).returncode == 0
     events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
     assert any(e["type"] == "agent_message" and e["agent"] == "verifier" for e in events)
+
+
+def test_scout_with_its_own_model_answers_and_remembers(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "scout.json"
+    script.write_text(json.dumps({
+        "turns": [
+            [{"tool": "ask_agent", "input": {"agent": "scout", "question": "Where is page() defined?"}}],
+            [{"expect_result": "page() is in pager.py"},
+             {"tool": "ask_agent", "input": {"agent": "scout", "question": "And its tests?"}}],
+            [{"expect_result": "test_pager.py"}, {"text": "Thanks."}],
+        ],
+        "agents": {"scout": {"turns": [
+            [{"tool": "grep", "input": {"pattern": "def page"}}],
+            [{"expect_result": "pager.py"}, {"text": "page() is in pager.py, line 4."}],
+            [{"text": "They are in test_pager.py (I read the tree earlier)."}],
+        ]}},
+    }))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "scout",
+                 "--agents-model", f"scripted:{script}", "--output-format", "json", "find page", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    scout = [e for e in events if e["agent"] == "scout"]
+    assert [e["type"] for e in scout].count("model_response") == 3  # one conversation across both questions
+    spawned = next(e for e in scout if e["type"] == "agent_spawned")
+    assert set(spawned["tools"]) == {"read_file", "glob", "grep"}  # read only
+    assert musec.json("replay", sid, "--json")["ok"]
+    agents = {a["agent"]: a for a in musec.json("agents", sid, "--json")}
+    assert agents["scout"]["events"] >= 7
