@@ -36,6 +36,14 @@ class Recorder(Protocol):
     def __call__(self, type: str, *, agent: str, sync: bool = False, **fields: Any) -> dict[str, Any]: ...
 
 
+def _unknown_inputs(tool: Tool, input: dict[str, Any]) -> list[str]:
+    """Input keys the tool's schema does not name (a misspelt ``timeout`` must not be ignored)."""
+    properties = tool.spec.input_schema.get("properties")
+    if not isinstance(properties, dict) or not isinstance(input, dict):
+        return []
+    return sorted(k for k in input if k not in properties)
+
+
 class NeedsApproval(AgentError):
     """A call needs a person's yes and nobody can give it (a headless run)."""
 
@@ -198,6 +206,12 @@ class Agent:
             names = ", ".join(self.tools)
             self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
                         content=f"unknown tool {call.name!r}; the tools are: {names}")
+            return
+        unknown = _unknown_inputs(tool, call.input)
+        if unknown and call.input_error is None:
+            known = ", ".join(tool.spec.input_schema.get("properties", {}))
+            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
+                        content=f"the tool was not run: unknown input {', '.join(unknown)}; {call.name} takes: {known}")
             return
         if call.input_error is not None:
             self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,

@@ -440,6 +440,9 @@ def cmd_attach(args: argparse.Namespace) -> int:
     conn = connect()
     req = p.Attach(id=conn.next_id(), session_id=args.session_id, since_seq=-1)
     conn.send(req)
+    if args.output_format == "text":
+        print("(following read-only; approvals are answered in the session's own terminal, or with `musec resume`)",
+              file=sys.stderr)
     renderer = Renderer(sys.stdout)
     while True:
         msg = conn.recv()

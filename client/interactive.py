@@ -91,6 +91,10 @@ def prompt_loop(conn: Connection, session_id: str, args: argparse.Namespace) -> 
             continue
         if text.strip() in ("/exit", "/quit"):
             break
+        if text.strip().startswith("/") and " " not in text.strip():
+            print("commands: /exit or /quit leave (Ctrl-D too); Ctrl-C interrupts a turn; anything else goes to the agent"
+                  if text.strip() == "/help" else f"unknown command {text.strip()}; /help lists the commands")
+            continue
         if not session_id:
             req = start_request(conn, args, text, interactive=True)
             conn.send(req)

@@ -194,3 +194,11 @@ def test_retries_are_survived_logged_and_costed(musec: Musec, buggy_repo: Path) 
     assert [(r["agent"], r["model"], r["calls"]) for r in cost["rows"]] == [("main", "claude-test", 5)]
     text = musec("cost", sid).stdout
     assert "main" in text and "claude-test" in text and "total $" in text
+
+
+def test_unknown_tool_input_is_refused_not_ignored(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "typo.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "sleep 30", "timeout": 1}}],
+                                            [{"expect_result": "unknown input timeout"}, {"text": "ok"}]]}))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=buggy_repo, timeout=20)
+    assert proc.returncode == 0, proc.stderr
