@@ -18,7 +18,7 @@ from musec.daemon import protocol as p
 
 from . import exitcodes
 from .connection import Connection, connect
-from .errors import ClientError, DaemonLost, RequestFailed, UsageError
+from .errors import ClientError, DaemonLost, UsageError
 from .render import Renderer, safe
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
@@ -233,10 +233,6 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
     )
 
 
-def request_error_code(exc: RequestFailed) -> int:
-    return exitcodes.USAGE if exc.code in ("bad_request", "session_not_found") else exitcodes.GOAL_UNMET
-
-
 # --- musec run ------------------------------------------------------------------------
 
 
@@ -378,11 +374,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     if args.args[0] == "verify":
         if len(args.args) != 2:
             raise UsageError("usage: musec log verify ID")
-        try:
-            r = conn.request(p.VerifyLog(id=conn.next_id(), session_id=args.args[1]))
-        except RequestFailed as exc:
-            print(f"musec: {exc}", file=sys.stderr)
-            return request_error_code(exc)
+        r = conn.request(p.VerifyLog(id=conn.next_id(), session_id=args.args[1]))
         if r.ok:
             print(f"ok: {r.events} events, hash chain intact ({r.session_id})")
             return exitcodes.OK
@@ -391,11 +383,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         return exitcodes.GOAL_UNMET
     if len(args.args) != 1:
         raise UsageError("usage: musec log ID [--json] | musec log verify ID")
-    try:
-        r = conn.request(p.ReadLog(id=conn.next_id(), session_id=args.args[0]))
-    except RequestFailed as exc:
-        print(f"musec: {exc}", file=sys.stderr)
-        return request_error_code(exc)
+    r = conn.request(p.ReadLog(id=conn.next_id(), session_id=args.args[0]))
     for n, line in enumerate(r.lines):
         try:
             event = json.loads(line)
@@ -468,11 +456,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     conn = connect()
-    try:
-        r = conn.request(p.Replay(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
-    except RequestFailed as exc:
-        print(f"musec: {exc}", file=sys.stderr)
-        return request_error_code(exc)
+    r = conn.request(p.Replay(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
     if args.json:
         print(json.dumps({"session_id": r.session_id, "ok": r.ok, "events": r.events, "model_requests": r.model_requests,
                           "turns": r.turns, "problems": r.problems, "next_request_digest": r.next_request_digest}))
@@ -523,11 +507,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def cmd_workers(args: argparse.Namespace) -> int:
     conn = connect()
-    try:
-        r = conn.request(p.ListWorkers(id=conn.next_id(), session_id=args.session_id))
-    except RequestFailed as exc:
-        print(f"musec: {exc}", file=sys.stderr)
-        return request_error_code(exc)
+    r = conn.request(p.ListWorkers(id=conn.next_id(), session_id=args.session_id))
     if args.json:
         print(json.dumps({"session_id": r.session_id, "integration": r.integration, "workers": [
             {"name": w.name, "branch": w.branch, "state": w.state, "commits": w.commits, "path": w.path,
@@ -547,22 +527,14 @@ def cmd_workers(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     conn = connect()
-    try:
-        r = conn.request(p.ApplyIntegration(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
-    except RequestFailed as exc:
-        print(f"musec: {exc}", file=sys.stderr)
-        return request_error_code(exc)
+    r = conn.request(p.ApplyIntegration(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
     print(f"{r.branch}: {r.how} {r.old_head[:12]} -> {r.new_head[:12]}")
     return exitcodes.OK
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
     conn = connect()
-    try:
-        r = conn.request(p.ListAgents(id=conn.next_id(), session_id=args.session_id))
-    except RequestFailed as exc:
-        print(f"musec: {exc}", file=sys.stderr)
-        return request_error_code(exc)
+    r = conn.request(p.ListAgents(id=conn.next_id(), session_id=args.session_id))
     if args.json:
         print(json.dumps([{"agent": a.agent, "role": a.role, "state": a.state, "last_activity_at": a.last_activity_at,
                            "input_tokens": a.input_tokens, "output_tokens": a.output_tokens, "cost_usd": a.cost_usd,
@@ -576,12 +548,8 @@ def cmd_agents(args: argparse.Namespace) -> int:
 
 def cmd_cost(args: argparse.Namespace) -> int:
     conn = connect()
-    try:
-        r = conn.request(p.Cost(id=conn.next_id(), session_id=args.session_id,
-                                workspace="" if args.session_id else resolve_workspace(None)))
-    except RequestFailed as exc:
-        print(f"musec: {exc}", file=sys.stderr)
-        return request_error_code(exc)
+    r = conn.request(p.Cost(id=conn.next_id(), session_id=args.session_id,
+                            workspace="" if args.session_id else resolve_workspace(None)))
     if args.json:
         print(json.dumps({"session_id": r.session_id, "total_usd": r.total_usd, "retries": r.retries, "rows": [
             {"agent": x.agent, "model": x.model, "calls": x.calls, "input_tokens": x.input_tokens,

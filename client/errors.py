@@ -32,8 +32,10 @@ class DaemonLost(ClientError):
 
 
 class RequestFailed(ClientError):
-    """The daemon answered a request with an ``Error`` frame."""
+    """The daemon answered a request with an ``Error`` frame; a request the daemon found
+    wrong or a session it does not know is a usage error (exit 2)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+        self.exit_code = exitcodes.USAGE if code in ("bad_request", "session_not_found") else exitcodes.GOAL_UNMET
