@@ -425,24 +425,44 @@ def log_line_summary(ev: dict[str, Any]) -> str:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
+    """Follow a live session; in a terminal, answer its approvals too (the first answer
+    from any attached client wins)."""
     conn = connect()
     req = p.Attach(id=conn.next_id(), session_id=args.session_id, since_seq=-1)
     conn.send(req)
+    answering = args.output_format == "text" and sys.stdin.isatty()
     if args.output_format == "text":
-        print("(following read-only; approvals are answered in the session's own terminal, or with `musec resume`)",
-              file=sys.stderr)
+        print("(attached; you can answer approvals here, the first answer from any terminal wins)" if answering
+              else "(following read-only: stdin is not a terminal, so approvals are answered elsewhere)", file=sys.stderr)
     renderer = Renderer(sys.stdout)
+    pending: dict[str, dict[str, Any]] = {}
     while True:
         msg = conn.recv()
         match msg:
-            case p.Error():
+            case p.Error() if msg.id == req.id:
                 print(f"musec: {msg.message}", file=sys.stderr)
                 return exitcodes.USAGE
+            case p.Error():
+                print(f"musec: {msg.message}", file=sys.stderr)
             case p.Event():
                 if args.output_format == "stream-json":
                     print(msg.line.decode(), flush=True)
-                else:
-                    renderer.event(json.loads(msg.line))
+                    continue
+                ev = json.loads(msg.line)
+                renderer.event(ev)
+                if not answering:
+                    continue
+                if ev.get("type") == "approval_requested":
+                    pending[ev["call_id"]] = ev
+                elif ev.get("type") == "approval_resolved":
+                    pending.pop(ev.get("call_id"), None)
+                if not msg.backlog or msg.backlog_end:
+                    from .interactive import ask_approval
+
+                    for call_id, asked in list(pending.items()):
+                        conn.send(p.ApprovalAnswer(id=conn.next_id(), session_id=msg.session_id, call_id=call_id,
+                                                   decision=ask_approval(asked)))
+                        del pending[call_id]
             case p.Delta():
                 if args.output_format == "text":
                     renderer.delta(msg.text, msg.kind)

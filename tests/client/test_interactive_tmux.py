@@ -108,3 +108,23 @@ def test_ctrl_c_interrupts_the_turn(musec: Musec, buggy_repo: Path, tmp_path: Pa
     sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
     types = [json.loads(x)["type"] for x in musec("log", sid, "--json").stdout.splitlines()]
     assert "tool_interrupted" in types and types[-1] == "session_ended"
+
+
+def test_attach_from_a_second_terminal_answers_the_approval(musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory) -> None:
+    script = tmp_path / "fix.json"
+    script.write_text(json.dumps({"turns": fix_turns()}))
+    first = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval ask", musec.env, buggy_repo)
+    first.wait_for(lambda s: "›" in s, "the prompt")
+    first.send("make the tests pass", "Enter")
+    first.wait_for(lambda s: "Allow bash(" in s, "the approval in the first terminal")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    second = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    second.wait_for(lambda s: "Allow bash(" in s, "the pending approval in the second terminal")
+    second.send("y", "Enter")  # the second terminal answers first: the session goes on
+    second.wait_for(lambda s: "Allow edit_file(pager.py)" in s, "the next approval in the second terminal")
+    first.send("n", "Enter")  # too late: the first answer won, and this terminal shows who gave it
+    first.wait_for(lambda s: "approval allow by client:" in s and "Allow edit_file(pager.py)" in s,
+                   "the first terminal to see the approval resolved by the other client")
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    resolved = [e for e in events if e["type"] == "approval_resolved"]
+    assert resolved[0]["decision"] == "allow" and len({e["call_id"] for e in resolved}) == len(resolved)
