@@ -179,52 +179,6 @@ class FanOut:
 
 
 
-def list_workers(daemon: Daemon, session_id: str, request_id: int) -> p.Workers:
-    """A session's workers, from its log (the source of truth) and the branches' commits."""
-    from musec.agents.workers import WorkerError, worker_states
-
-    from .eventlog import iter_events
-
-    sid = daemon.resolve_id(session_id)
-    spawned: dict[str, dict[str, Any]] = {}
-    finished: dict[str, dict[str, Any]] = {}
-    usage: dict[str, list[float]] = {}
-    workspace, integration, base = "", "", ""
-    for ev in iter_events(daemon.log_path(sid)):
-        kind = ev.get("type")
-        if kind == "session_started":
-            workspace = ev.get("workspace", "")
-        elif kind == "worker_spawned":
-            spawned[ev["worker"]] = ev
-            base = ev.get("base_commit", base)
-        elif kind == "worker_finished":
-            finished[ev["worker"]] = ev
-        elif kind == "integration":
-            integration = f"{ev.get('branch')} at {str(ev.get('head'))[:12]}: " + (
-                "ok" if ev.get("ok") else f"{len(ev.get('conflicts') or [])} conflict(s), tests "
-                + ("passed" if ev.get("tests_passed") else "FAILED" if ev.get("tests_passed") is False else "not run"))
-        elif kind == "model_response" and str(ev.get("agent", "")).startswith("worker:"):
-            u = usage.setdefault(ev["agent"].removeprefix("worker:"), [0, 0, 0.0])
-            u[0] += int((ev.get("usage") or {}).get("input_tokens", 0))
-            u[1] += int((ev.get("usage") or {}).get("output_tokens", 0))
-            u[2] += float(ev.get("cost_usd", 0.0))
-    commits: dict[str, int] = {}
-    if spawned and workspace:
-        try:
-            commits = {w.worker: w.commits for w in worker_states(workspace, sid, base)}
-        except (WorkerError, OSError):
-            commits = {}
-    out = []
-    for name, ev in spawned.items():
-        state = finished[name].get("exit_reason", "finished") if name in finished else (
-            "running" if sid in daemon.sessions else "interrupted")
-        u = usage.get(name, [0, 0, 0.0])
-        out.append(p.WorkerInfo(name=name, branch=ev.get("branch", ""), state=state, commits=commits.get(name, 0),
-                                path=ev.get("path", ""), input_tokens=int(u[0]), output_tokens=int(u[1]),
-                                cost_usd=round(u[2], 8), instruction=ev.get("instruction", "")[:200]))
-    return p.Workers(id=request_id, session_id=sid, workers=out, integration=integration)
-
-
 def apply_integration(daemon: Daemon, session_id: str, request_id: int) -> p.Applied:
     """Merge the session's latest integration into the person's branch (git only).
 

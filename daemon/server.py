@@ -394,15 +394,15 @@ class Connection:
                 self._live(msg.session_id).end()
                 await self.send(p.Ok(id=msg.id))
             case p.Cost():
-                from .background import cost_report
+                from .projections import cost_report
 
                 await self.send(cost_report(d, msg.session_id, msg.workspace, msg.id))
             case p.ListAgents():
-                from .background import list_agents
+                from .projections import list_agents
 
                 await self.send(list_agents(d, msg.session_id, msg.id))
             case p.ListWorkers():
-                from .fanout import list_workers
+                from .projections import list_workers
 
                 await self.send(list_workers(d, msg.session_id, msg.id))
             case p.ApplyIntegration():
