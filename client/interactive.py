@@ -76,12 +76,20 @@ def prompt_loop(conn: Connection, session_id: str, args: argparse.Namespace) -> 
     """Read the person's messages and show each turn, until /exit, Ctrl-D or Ctrl-C."""
     read = _prompt_reader()
     renderer = Renderer(sys.stdout)
-    on_trust = None
     if not session_id:
-        from .cli import resolve_model, resolve_workspace
-
-        print(BANNER.format(version=p.__version__, model=resolve_model(args.model), approval=args.approval or "ask",
-                            workspace=resolve_workspace(args.workspace)), flush=True)
+        # The session starts now, before the first task: the banner, the trust prompt and
+        # any config error come first, and a task is never typed into a failing start.
+        req = start_request(conn, args, "", interactive=True)
+        print(BANNER.format(version=p.__version__, model=req.model, approval=req.approval, workspace=req.workspace),
+              flush=True)
+        conn.send(req)
+        try:
+            session_id = follow_turn(conn, "", renderer, _trust_asker(conn, req))
+        except DaemonLost:
+            print("musec: the daemon stopped; check `musec daemon status`", file=sys.stderr)
+            return exitcodes.UNREACHABLE
+        if not session_id:
+            return exitcodes.USAGE
     while True:
         try:
             text = read()
@@ -95,15 +103,10 @@ def prompt_loop(conn: Connection, session_id: str, args: argparse.Namespace) -> 
             print("commands: /exit or /quit leave (Ctrl-D too); Ctrl-C interrupts a turn; anything else goes to the agent"
                   if text.strip() == "/help" else f"unknown command {text.strip()}; /help lists the commands")
             continue
-        if not session_id:
-            req = start_request(conn, args, text, interactive=True)
-            conn.send(req)
-            on_trust = _trust_asker(conn, req)
-        else:
-            conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=text, credentials=credentials(),
-                                  client_msg_id=uuid.uuid4().hex))
+        conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=text, credentials=credentials(),
+                              client_msg_id=uuid.uuid4().hex))
         try:
-            session_id = follow_turn(conn, session_id, renderer, on_trust)
+            session_id = follow_turn(conn, session_id, renderer)
         except DaemonLost:
             print("musec: the daemon stopped; the session's log is kept (`musec resume --last`)", file=sys.stderr)
             return exitcodes.UNREACHABLE

@@ -273,7 +273,8 @@ class Daemon:
                     status = "interrupted"
                 info = p.SessionInfo(
                     sid, str(first.get("workspace", "")), float(first.get("ts", 0)),
-                    float((last or first).get("ts", 0)), status, str(first.get("title", "")), str(path))
+                    float((last or first).get("ts", 0)), status, str(first.get("title", "")) or _first_task(path),
+                    str(path))
             if workspace and info.workspace != workspace:
                 continue
             out.append(info)
@@ -460,6 +461,21 @@ class Connection:
             pass
         finally:
             session.detach(sub)
+
+
+def _first_task(path: Path) -> str:
+    """The title of a session started before its first task: that task's first line."""
+    import msgspec
+
+    with open(path, "rb") as f:
+        for _, line in zip(range(8), f, strict=False):
+            try:
+                ev = msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                return ""
+            if isinstance(ev, dict) and ev.get("type") == "user_message" and ev.get("agent") == "main":
+                return str(ev.get("text", "")).strip().splitlines()[0][:80] if str(ev.get("text", "")).strip() else ""
+    return ""
 
 
 def _blackboard(enabled: bool) -> object | None:

@@ -292,7 +292,7 @@ class Session:
                     return
             elif not first_task:
                 self.status = "idle"
-                self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="resumed"))
+                self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="ready"))
                 if self.end_when_idle:
                     reason, message = "finished", "nothing to resume: the session was not in a turn"
                     return

@@ -83,7 +83,7 @@ def test_interactive_fix_with_approvals(musec: Musec, buggy_repo: Path, tmp_path
     assert run_library_tests(buggy_repo).returncode == 0
 
     sessions = musec.json("sessions", "--workspace", str(buggy_repo), "--json")
-    assert len(sessions) == 1
+    assert len(sessions) == 1 and sessions[0]["title"] == "make the tests pass"
     events = [json.loads(x) for x in musec("log", sessions[0]["id"], "--json").stdout.splitlines()]
     resolved = [e for e in events if e["type"] == "approval_resolved"]
     assert [e["decision"] for e in resolved] == ["allow", "always", "allow"]
