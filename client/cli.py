@@ -460,9 +460,11 @@ def cmd_attach(args: argparse.Namespace) -> int:
                     from .interactive import ask_approval
 
                     for call_id, asked in list(pending.items()):
-                        conn.send(p.ApprovalAnswer(id=conn.next_id(), session_id=msg.session_id, call_id=call_id,
-                                                   decision=ask_approval(asked)))
                         del pending[call_id]
+                        decision = ask_approval(asked, conn)
+                        if decision is not None:
+                            conn.send(p.ApprovalAnswer(id=conn.next_id(), session_id=msg.session_id, call_id=call_id,
+                                                       decision=decision))
             case p.Delta():
                 if args.output_format == "text":
                     renderer.delta(msg.text, msg.kind)

@@ -63,6 +63,25 @@ class Connection:
                 self._ready.append(p.decode_daemon(body))
         return self._ready.pop(0)
 
+    def pending(self) -> list[Any]:
+        """Read what the daemon has sent so far without blocking; the messages stay queued
+        for ``recv`` and are also returned (to look for, say, an approval resolved)."""
+        self.sock.settimeout(0)
+        try:
+            while True:
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    raise DaemonLost("the daemon closed the connection")
+                for body in self._frames.feed(data):
+                    self._ready.append(p.decode_daemon(body))
+        except (BlockingIOError, TimeoutError):
+            pass
+        except OSError as exc:
+            raise DaemonLost("lost the connection to the daemon") from exc
+        finally:
+            self.sock.settimeout(None)
+        return list(self._ready)
+
     def request(self, msg: Any, timeout_s: float | None = 30.0) -> Any:
         """Send ``msg`` and wait for its direct reply. Raises ``RequestFailed`` on ``Error``."""
         self.send(msg)

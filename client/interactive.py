@@ -31,21 +31,49 @@ def _prompt_reader() -> Any:
     return lambda: session.prompt("› ")
 
 
-def ask_approval(ev: dict[str, Any]) -> str:
-    """Ask the person about one call; return allow, deny or always (Ctrl-C, Ctrl-D: deny)."""
+def ask_approval(ev: dict[str, Any], conn: Connection | None = None) -> str | None:
+    """Ask the person about one call; return allow, deny or always (Ctrl-C, Ctrl-D: deny).
+
+    With ``conn``, the daemon is watched while the question waits: when another terminal
+    answers first, the question is withdrawn and ``None`` returned.
+    """
     summary = call_summary(ev.get("tool", "?"), ev.get("input") or {})
     while True:
         try:
-            answer = input(f"Allow {summary}? [y]es / [n]o / [a]lways (then Enter): ").strip().lower()
+            answer = _read_answer(f"Allow {summary}? [y]es / [n]o / [a]lways (then Enter): ", conn, ev.get("call_id"))
         except (EOFError, KeyboardInterrupt):
             print()
             return "deny"
+        if answer is None:
+            print("\n(answered in another terminal)")
+            return None
+        answer = answer.strip().lower()
         if answer in ("y", "yes"):
             return "allow"
         if answer in ("n", "no"):
             return "deny"
         if answer in ("a", "always"):
             return "always"
+
+
+def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | None:
+    """A line from the person, or ``None`` when the daemon says the call was resolved."""
+    if conn is None or not sys.stdin.isatty():
+        return input(question)
+    import select
+
+    sys.stdout.write(question)
+    sys.stdout.flush()
+    while True:
+        ready, _, _ = select.select([sys.stdin, conn.sock], [], [])
+        if sys.stdin in ready:
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line
+        for msg in conn.pending():
+            if isinstance(msg, p.Event) and b'"approval_resolved"' in msg.line and json.loads(msg.line).get("call_id") == call_id:
+                return None
 
 
 def ask_trust(message: str) -> bool:
@@ -204,9 +232,11 @@ def follow_turn(conn: Connection, session_id: str, renderer: Renderer, on_trust:
                     pending.pop(ev.get("call_id"), None)
                 if not msg.backlog or msg.backlog_end:
                     for call_id, req in list(pending.items()):
-                        decision = ask_approval(req)
-                        conn.send(p.ApprovalAnswer(id=conn.next_id(), session_id=session_id, call_id=call_id, decision=decision))
                         del pending[call_id]
+                        decision = ask_approval(req, conn)
+                        if decision is not None:
+                            conn.send(p.ApprovalAnswer(id=conn.next_id(), session_id=session_id, call_id=call_id,
+                                                       decision=decision))
             case p.Delta():
                 renderer.delta(msg.text, msg.kind)
             case p.Idle():
