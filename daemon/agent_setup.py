@@ -1,8 +1,15 @@
-"""Building a session's main agent from a ``StartSession`` request."""
+"""Building a session's agents from a ``StartSession`` request, and wiring them together.
+
+This is where the daemon's pieces meet the agents': the main agent, its background roles
+(``agents.roles``), the fan-out runner (``agents.workers.run``) with a factory for its
+worker agents, and the scout's own agent. Each gets only what it needs injected; agent
+code never imports the daemon.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,8 +20,24 @@ from .errors import BadRequest
 if TYPE_CHECKING:
     from musec.agents.loop import Agent
 
-    from .server import Daemon
+    from .paths import Paths
     from .session import Session
+
+
+@dataclass(frozen=True)
+class AgentDeps:
+    """What building an agent needs from the daemon, shared by every session.
+
+    Attributes:
+        paths: the daemon's directories (config, state, blobs).
+        http: the daemon's one ``httpx.AsyncClient``.
+        rate_limits: the daemon-wide ``RateLimitRegistry`` (one limiter per credential).
+    """
+
+    paths: Paths
+    http: Any
+    rate_limits: Any
+
 
 # Variables never passed to tool processes (DESIGN §11); the tools drop more by pattern.
 _TOOL_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ")
@@ -27,28 +50,42 @@ def tool_env() -> dict[str, str]:
     return env
 
 
-def build_main_agent(daemon: Daemon, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Agent:
-    """The main agent of a session: the default tools plus ``spawn_workers``.
+def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Agent:
+    """The main agent of a session: the default tools plus ``spawn_workers`` (and
+    ``ask_agent`` with background roles). Sets the session's fan-out runner and roles.
 
     Raises:
-        BadRequest: see ``build_agent``.
+        BadRequest: an unknown role; see also ``build_agent``.
     """
     from musec.agents.ask_agent import AskAgentTool
+    from musec.agents.roles import ROLES, make_roles
     from musec.agents.workers.tool import SpawnWorkersTool
-
-    from .background import ROLES, make_background
-    from .fanout import FanOut
 
     unknown = [r for r in req.agents if r not in ROLES]
     if unknown:
         raise BadRequest(f"unknown background agent {unknown[0]!r}; the roles are: {', '.join(ROLES)}")
-    session.fanout = FanOut(daemon, session, req, credentials)
+    session.fanout = _fanout(deps, session, req, credentials)
     extra: list[Any] = [SpawnWorkersTool(session.fanout)]
     if req.agents:
-        scout = _scout_agent(daemon, session, req, credentials) if "scout" in req.agents and req.agents_model else None
-        session.background = make_background(session, Path(req.workspace).resolve(), list(req.agents), sandbox_wrap(req), scout)
+        scout = _scout_agent(deps, session, req, credentials) if "scout" in req.agents and req.agents_model else None
+        session.background = make_roles(session, session.blackboard, Path(req.workspace).resolve(), list(req.agents),
+                                        sandbox_wrap(req), scout)
         extra.append(AskAgentTool(session.ask_agent))
-    return build_agent(daemon, session, req, credentials, extra_tools=extra)
+    return build_agent(deps, session, req, credentials, extra_tools=extra)
+
+
+def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Any:
+    """The session's ``spawn_workers`` runner, with a factory for its worker agents."""
+    from musec.agents.workers.run import FanOut
+
+    from .eventlog import iter_events
+
+    def make_worker(agent_id: str, worktree: Path, prompt_suffix: str) -> Agent:
+        return build_agent(deps, session, req, credentials, agent_id=agent_id, workspace=worktree,
+                           prompt_suffix=prompt_suffix)
+
+    return FanOut(session, Path(req.workspace), deps.paths.state, make_worker, session.workers,
+                  lambda: iter_events(session.log.path), wrap=sandbox_wrap(req))
 
 
 _SCOUT_PROMPT = """
@@ -59,12 +96,12 @@ symbols. You can only read. What you read stays in your context for the whole se
 do not read a file twice."""
 
 
-def _scout_agent(daemon: Daemon, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Agent:
+def _scout_agent(deps: AgentDeps, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Agent:
     """The scout's own agent: the session's background model, read-only tools, its own budget."""
     import msgspec
 
     scout_req = msgspec.structs.replace(req, model=req.agents_model, budget_usd=req.agents_budget_usd)
-    agent = build_agent(daemon, session, scout_req, credentials, agent_id="scout", prompt_suffix=_SCOUT_PROMPT)
+    agent = build_agent(deps, session, scout_req, credentials, agent_id="scout", prompt_suffix=_SCOUT_PROMPT)
     agent.tools = {name: tool for name, tool in agent.tools.items() if tool.access == "read"}
     session.workers["scout"] = agent  # its own events fold into its history
     return agent
@@ -91,7 +128,7 @@ def sandbox_wrap(req: p.StartSession) -> Any:
 
 
 def build_agent(
-    daemon: Daemon, session: Session, req: p.StartSession, credentials: dict[str, str], *,
+    deps: AgentDeps, session: Session, req: p.StartSession, credentials: dict[str, str], *,
     agent_id: str = "main", workspace: Path | None = None, extra_tools: list[Any] | None = None,
     prompt_suffix: str = "",
 ) -> Agent:
@@ -120,13 +157,13 @@ def build_agent(
 
     workspace = (workspace or Path(req.workspace)).resolve()
     try:
-        catalog = load_catalog(daemon.paths.config)
+        catalog = load_catalog(deps.paths.config)
         entry = catalog.resolve(req.model)
         from musec.agents.providers.data_use import training_allowed
 
-        provider = make_provider(req.model, credentials, agent_id=agent_id, http_client=daemon.http, catalog=catalog,
+        provider = make_provider(req.model, credentials, agent_id=agent_id, http_client=deps.http, catalog=catalog,
                                  on_retry=lambda notice: _record_retry(session, notice, agent_id),
-                                 limiter=daemon.rate_limits, allow_training_data=training_allowed(daemon.paths.config, workspace),
+                                 limiter=deps.rate_limits, allow_training_data=training_allowed(deps.paths.config, workspace),
                                  on_rate_limited=lambda wait: session.record("rate_limited", agent=agent_id, credential=wait.credential,
                                                                              wait_s=wait.wait_s, reason=wait.reason))
     except AgentError as exc:
@@ -136,12 +173,12 @@ def build_agent(
         workspace=workspace,
         env=tool_env(),
         sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval)),
-        state_dir=daemon.paths.state,
+        state_dir=deps.paths.state,
         agent_id=agent_id,
         blackboard=session.blackboard,
     )
-    policy = permission_policy(daemon, req, workspace)
-    blobs = BlobStore(daemon.paths.blobs)
+    policy = permission_policy(deps.paths, req, workspace)
+    blobs = BlobStore(deps.paths.blobs)
     agent = Agent(
         agent_id=agent_id,
         provider=provider,
@@ -168,7 +205,7 @@ class TrustRequired(BadRequest):
     code = "trust_required"
 
 
-def permission_policy(daemon: Daemon, req: p.StartSession, workspace: Path) -> Any:
+def permission_policy(paths: Paths, req: p.StartSession, workspace: Path) -> Any:
     """The approval rules of an agent in ``workspace`` (the session's workspace or a
     worker's worktree): the user's, those scoped to the session's workspace, and the
     project's once the session's workspace is trusted (DESIGN §11). "Always allow" is
@@ -190,8 +227,8 @@ def permission_policy(daemon: Daemon, req: p.StartSession, workspace: Path) -> A
 
     session_workspace = Path(req.workspace).resolve()
     try:
-        user = load_user_config(daemon.paths.config)
-        trust = check_trust(session_workspace, daemon.paths.state, trust_now=req.trust,
+        user = load_user_config(paths.config)
+        trust = check_trust(session_workspace, paths.state, trust_now=req.trust,
                             trusted_by_config=user.trusts(session_workspace))
         if trust.needs_trust and req.ask_trust:
             raise TrustRequired(trust.prompt())
@@ -201,10 +238,10 @@ def permission_policy(daemon: Daemon, req: p.StartSession, workspace: Path) -> A
     except ConfigError as exc:
         raise BadRequest(str(exc)) from exc
     except OSError as exc:
-        raise BadRequest(f"the trust record under {daemon.paths.state} cannot be written ({exc.strerror or exc})") from exc
+        raise BadRequest(f"the trust record under {paths.state} cannot be written ({exc.strerror or exc})") from exc
 
     def save(texts: list[str]) -> str:
-        return str(add_workspace_rules(daemon.paths.config, session_workspace, texts))
+        return str(add_workspace_rules(paths.config, session_workspace, texts))
 
     return Policy(rules=rules, workspace=workspace, save=save, trust=trust)
 

@@ -8,21 +8,21 @@ from typing import TYPE_CHECKING, Any
 from . import protocol as p
 
 if TYPE_CHECKING:
-    from .server import Daemon
+    from .index import SessionIndex
 
 
-def list_workers(daemon: Daemon, session_id: str, request_id: int) -> p.Workers:
+def list_workers(index: SessionIndex, session_id: str, request_id: int) -> p.Workers:
     """A session's workers, from its log (the source of truth) and the branches' commits."""
     from musec.agents.workers import WorkerError, worker_states
 
     from .eventlog import iter_events
 
-    sid = daemon.resolve_id(session_id)
+    sid = index.resolve_id(session_id)
     spawned: dict[str, dict[str, Any]] = {}
     finished: dict[str, dict[str, Any]] = {}
     usage: dict[str, list[float]] = {}
     workspace, integration, base = "", "", ""
-    for ev in iter_events(daemon.log_path(sid)):
+    for ev in iter_events(index.log_path(sid)):
         kind = ev.get("type")
         if kind == "session_started":
             workspace = ev.get("workspace", "")
@@ -49,7 +49,7 @@ def list_workers(daemon: Daemon, session_id: str, request_id: int) -> p.Workers:
     out = []
     for name, ev in spawned.items():
         state = finished[name].get("exit_reason", "finished") if name in finished else (
-            "running" if sid in daemon.sessions else "interrupted")
+            "running" if sid in index.live else "interrupted")
         u = usage.get(name, [0, 0, 0.0])
         out.append(p.WorkerInfo(name=name, branch=ev.get("branch", ""), state=state, commits=commits.get(name, 0),
                                 path=ev.get("path", ""), input_tokens=int(u[0]), output_tokens=int(u[1]),
@@ -57,17 +57,17 @@ def list_workers(daemon: Daemon, session_id: str, request_id: int) -> p.Workers:
     return p.Workers(id=request_id, session_id=sid, workers=out, integration=integration)
 
 
-def list_agents(daemon: Any, session_id: str, request_id: int) -> Any:
+def list_agents(index: SessionIndex, session_id: str, request_id: int) -> Any:
     """Every agent of a session with its role, state, last activity, tokens and cost,
     from the log (and, for a live session, the background agents' own state)."""
     from .eventlog import iter_events
 
-    sid = daemon.resolve_id(session_id)
-    live = daemon.sessions.get(sid)
+    sid = index.resolve_id(session_id)
+    live = index.live.get(sid)
     seen: dict[str, dict[str, Any]] = {}
     roles: dict[str, str] = {"main": "main"}
     ended = False
-    for ev in iter_events(daemon.log_path(sid)):
+    for ev in iter_events(index.log_path(sid)):
         agent = str(ev.get("agent", "main"))
         info = seen.setdefault(agent, {"tokens_in": 0, "tokens_out": 0, "cost": 0.0, "events": 0, "last": 0.0, "state": ""})
         info["events"] += 1
@@ -104,21 +104,21 @@ def list_agents(daemon: Any, session_id: str, request_id: int) -> Any:
     return p.Agents(id=request_id, session_id=sid, agents=out)
 
 
-def cost_report(daemon: Any, session_id: str, workspace: str, request_id: int) -> Any:
+def cost_report(index: SessionIndex, session_id: str, workspace: str, request_id: int) -> Any:
     """Tokens and dollars per agent and model, from the session's ``model_response`` events."""
     from .errors import SessionNotFound
     from .eventlog import iter_events
 
     if session_id:
-        sid = daemon.resolve_id(session_id)
+        sid = index.resolve_id(session_id)
     else:
-        found = daemon.list_sessions(workspace)
-        if not found:
+        latest = index.latest(workspace)
+        if latest is None:
             raise SessionNotFound(f"no session in {workspace}; give a session id (`musec sessions --all`)")
-        sid = found[0].id
+        sid = latest
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     retries = 0
-    for ev in iter_events(daemon.log_path(sid)):
+    for ev in iter_events(index.log_path(sid)):
         if ev.get("type") == "model_retry":
             retries += 1
         if ev.get("type") != "model_response":

@@ -20,7 +20,8 @@ from .eventlog import EventLog, first_and_last, iter_events, read_events
 from .session import Session
 
 if TYPE_CHECKING:
-    from .server import Daemon
+    from .agent_setup import AgentDeps
+    from .index import SessionIndex
 
 
 @dataclass
@@ -71,7 +72,7 @@ def _started(first: dict[str, Any] | None, path: Path) -> dict[str, Any]:
     return first
 
 
-def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
+def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
     """Reopen the session ``req`` names; return it, whether a turn must be finished, and
     the ids of the calls found interrupted.
 
@@ -81,15 +82,15 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
     from .agent_setup import build_main_agent
 
     if req.session_id:
-        sid = daemon.resolve_id(req.session_id)
+        sid = index.resolve_id(req.session_id)
     else:
-        found = daemon.list_sessions(req.workspace)
-        if not found:
+        latest = index.latest(req.workspace)
+        if latest is None:
             raise BadRequest(f"no session to continue in {req.workspace}; start one with `musec run`")
-        sid = found[0].id
-    if sid in daemon.sessions:
+        sid = latest
+    if sid in index.live:
         raise BadRequest(f"session {sid} is live in this daemon; join it with `musec attach {sid}`")
-    path = daemon.log_path(sid)
+    path = index.log_path(sid)
     credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
     secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")] + list(req.redact)
     elog, report = EventLog.open(path, secrets=secrets_)
@@ -109,7 +110,7 @@ def resume_session(daemon: Daemon, req: p.ResumeSession) -> tuple[Session, bool,
             blackboard=bool(started.get("blackboard", True)),
             agents_model=str(started.get("agents_model", "")), agents_budget_usd=float(started.get("agents_budget_usd", 0.0)),
         )
-        agent = build_main_agent(daemon, session, start, credentials)
+        agent = build_main_agent(deps, session, start, credentials)
     except BaseException:
         elog.close()
         raise
@@ -147,7 +148,7 @@ class _ReplayModel:
         pass
 
 
-def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
+def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayResult:
     """Rebuild a session's state from its log alone and re-derive every model request.
 
     For each ``model_request`` event, the request the agent would send after folding the
@@ -158,8 +159,8 @@ def replay(daemon: Daemon, session_id: str, request_id: int) -> p.ReplayResult:
     from musec.agents.loop import Agent
     from musec.agents.tools.base import ToolContext
 
-    sid = daemon.resolve_id(session_id)
-    path = daemon.log_path(sid)
+    sid = index.resolve_id(session_id)
+    path = index.log_path(sid)
     problems: list[str] = []
     try:
         events = read_events(path)

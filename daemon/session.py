@@ -67,10 +67,10 @@ class Session:
         self.approvals: dict[str, PendingApproval] = {}
         self.agent: Any = None  # agents.loop.Agent, set by the daemon
         self.workers: dict[str, Any] = {}  # worker agents of a fan-out, by agent id
-        self.background: dict[str, Any] = {}  # background agents (daemon.background), by role
+        self.background: dict[str, Any] = {}  # background roles (agents.roles), by role
         self._background_scope: anyio.CancelScope | None = None
         self.blackboard: Any = None  # agents.blackboard.Blackboard, set by the daemon
-        self.fanout: Any = None  # daemon.fanout.FanOut, set by the daemon
+        self.fanout: Any = None  # agents.workers.run.FanOut, set by the daemon
         self.resume_fanout: tuple[list[dict[str, Any]], set[str]] | None = None
         self.status = "running"
         self.ended = anyio.Event()
@@ -256,7 +256,7 @@ class Session:
 
     async def _background_ready(self) -> None:
         """Let the background agents take their baseline before the first edit can come."""
-        from .background import READY_WAIT_S
+        from musec.agents.roles import READY_WAIT_S
 
         with anyio.move_on_after(READY_WAIT_S):
             for agent in self.background.values():

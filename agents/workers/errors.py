@@ -8,15 +8,13 @@ Errors of pygit2 are mapped to these at the boundary with ``raise ... from exc``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from ..errors import AgentError
 
-if TYPE_CHECKING:
-    from .integration import FileConflict
-
 __all__ = [
     "BranchExists",
+    "FileConflict",
     "HeadMoved",
     "InvalidName",
     "MergeConflict",
@@ -127,3 +125,25 @@ class MergeConflict(WorkerError):
     def __init__(self, message: str, conflicts: Sequence[FileConflict]):
         super().__init__(message)
         self.conflicts = tuple(conflicts)
+
+
+@dataclass(frozen=True)
+class FileConflict:
+    """One conflicted path, with the text of each side (``None``: absent on that side).
+
+    Attributes:
+        path: the path in the tree.
+        ancestor: the file at the merge base.
+        ours: the file on the integration side (the base plus the branches merged so far;
+            for ``apply``, the person's branch).
+        theirs: the file on the branch being merged.
+        truncated: whether a side was cut to the limit.
+        binary: whether a side holds NUL bytes (its text is then not shown).
+    """
+
+    path: str
+    ancestor: str | None
+    ours: str | None
+    theirs: str | None
+    truncated: bool = False
+    binary: bool = False

@@ -26,6 +26,7 @@ import pygit2
 from pygit2.enums import CheckoutStrategy
 
 from .errors import (
+    FileConflict,
     HeadMoved,
     MergeConflict,
     NotOnBranch,
@@ -68,28 +69,6 @@ __all__ = [
 
 DEFAULT_MAX_SIDE_CHARS = 4000
 """Each side of a conflict is cut to this many characters."""
-
-
-@dataclass(frozen=True)
-class FileConflict:
-    """One conflicted path, with the text of each side (``None``: absent on that side).
-
-    Attributes:
-        path: the path in the tree.
-        ancestor: the file at the merge base.
-        ours: the file on the integration side (the base plus the branches merged so far;
-            for ``apply``, the person's branch).
-        theirs: the file on the branch being merged.
-        truncated: whether a side was cut to the limit.
-        binary: whether a side holds NUL bytes (its text is then not shown).
-    """
-
-    path: str
-    ancestor: str | None
-    ours: str | None
-    theirs: str | None
-    truncated: bool = False
-    binary: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Running a fan-out for a session: worktrees, worker agents, integration (DESIGN §9).
+"""Running a fan-out: worktrees, worker agents, integration (DESIGN §9).
 
 ``FanOut`` is the runner behind the main agent's ``spawn_workers`` tool. Every step is an
 event of the session log: ``worker_spawned`` (with the base commit, branch and worktree),
@@ -6,11 +6,16 @@ the workers' own model and tool events (agent ``worker:NAME``), ``worker_finishe
 (outcome and commit) and ``integration`` (merges, conflicts, the test run). The person's
 working copy is only read (to snapshot uncommitted changes); it changes only through
 ``musec apply``.
+
+The runner builds no agent itself: the daemon injects a factory (``make_agent``) that
+builds a worker agent confined to its worktree, so this module knows nothing of the
+daemon, its providers or its sessions.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,26 +23,25 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
-from . import protocol as p
-from .agent_setup import sandbox_wrap
-
 if TYPE_CHECKING:
-    from musec.agents.tools.base import ToolOutput
-
-    from .server import Daemon
-    from .session import Session
+    from ..recorder import Recorder
+    from ..tools.base import ToolOutput
 
 log = structlog.get_logger("musec.fanout")
 
 WORKER_TIME_LIMIT_S = 900.0
 INTEGRATION_TEST_TIMEOUT_S = 600.0
 
-_WORKER_PROMPT = """
+WORKER_PROMPT = """
 
 You are worker {name} of a fan-out: one of several agents working in parallel, each in its
 own Git worktree at {path} on branch {branch}. Do only your own task. Your changes are
 committed on your branch when you stop; then every branch is merged and tested together.
 When you are done, say in one or two sentences what you changed."""
+
+#: ``make_agent(agent_id, workspace, prompt_suffix)``: a worker's agent (``agents.loop.Agent``)
+#: whose tools are confined to ``workspace``; may raise (the worker then ends in error).
+AgentFactory = Callable[[str, Path, str], Any]
 
 
 @dataclass
@@ -54,24 +58,36 @@ class WorkerSpec:
 
 
 class FanOut:
-    """The ``spawn_workers`` runner of one session."""
+    """The ``spawn_workers`` runner of one session.
 
-    def __init__(self, daemon: Daemon, session: Session, req: p.StartSession, credentials: dict[str, str]) -> None:
-        self.daemon = daemon
-        self.session = session
-        self.req = req
-        self.credentials = credentials
+    Args:
+        recorder: the session (its id names the worktrees and branches; its log gets the events).
+        repo: the session's workspace (a Git repository).
+        state_dir: musec's state directory (worktrees go under ``state_dir/worktrees/``).
+        make_agent: builds a worker's agent (see ``AgentFactory``).
+        agents: where the running workers' agents are registered by agent id, so the
+            session folds their events into their histories.
+        logged_events: the session's events so far, oldest first (a resumed worker's history).
+        wrap: ``(argv, cwd) -> argv`` running the integration's tests in the sandbox, or None.
+    """
+
+    def __init__(self, recorder: Recorder, repo: Path, state_dir: Path, make_agent: AgentFactory,
+                 agents: MutableMapping[str, Any], logged_events: Callable[[], Iterable[dict[str, Any]]],
+                 wrap: Callable[[list[str], Path], list[str]] | None = None) -> None:
+        self.recorder = recorder
+        self.repo = repo
+        self.state_dir = state_dir
+        self.make_agent = make_agent
+        self.agents = agents
+        self.logged_events = logged_events
+        self.wrap = wrap
 
     async def __call__(self, tasks: list[dict[str, str]]) -> ToolOutput:
-        from musec.agents.tools.base import ToolOutput
-        from musec.agents.workers import (
-            WorkerError,
-            create_worktree,
-            prepare_base,
-        )
+        """Run ``tasks`` (``{name, instruction}`` each) as workers; the tool's answer."""
+        from ..tools.base import ToolOutput
+        from . import WorkerError, create_worktree, prepare_base
 
-        s, state = self.session, self.daemon.paths.state
-        repo = Path(self.req.workspace)
+        s, state, repo = self.recorder, self.state_dir, self.repo
         used = [t["name"] for t in tasks if (state / "worktrees" / s.id / t["name"]).exists()]
         if used:
             return ToolOutput(content=f"spawn_workers: worker name(s) {', '.join(used)} were used earlier in this session "
@@ -100,15 +116,13 @@ class FanOut:
         first = spawned[0]
         base_fields = {k: first.get(k) for k in ("base_commit", "base_head", "base_branch", "snapshot")}
         summary = await self.run_and_integrate(specs, base_fields, note="the fan-out was resumed after a restart")
-        self.session.record("agent_message", agent="fanout", to="main", **{"from": "fanout"}, priority="high",
-                            body="The fan-out cut off by the restart has finished:\n" + summary, sync=True)
+        self.recorder.record("agent_message", agent="fanout", to="main", **{"from": "fanout"}, priority="high",
+                             body="The fan-out cut off by the restart has finished:\n" + summary, sync=True)
 
     async def run_and_integrate(self, specs: list[WorkerSpec], base_fields: dict[str, Any], note: str) -> str:
         """Run the workers, commit each branch, integrate and test; the report's text."""
-        from musec.agents.workers import commit_all, detect_test_command, integrate
+        from . import commit_all
 
-        s, state = self.session, self.daemon.paths.state
-        repo = Path(self.req.workspace)
         outcomes: dict[str, Any] = {}
         async with anyio.create_task_group() as tg:
             for spec in specs:
@@ -123,14 +137,23 @@ class FanOut:
             reason = outcome.exit_reason if outcome else "error"
             commit = await anyio.to_thread.run_sync(functools.partial(
                 commit_all, spec.path, f"musec worker {spec.name}: {spec.instruction[:60]}"))
-            s.record("worker_finished", worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
-                     result=(outcome.result if outcome else "")[:2000], message=(outcome.message if outcome else "")[:500])
+            self.recorder.record("worker_finished", worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
+                                 result=(outcome.result if outcome else "")[:2000],
+                                 message=(outcome.message if outcome else "")[:500])
             lines.append(f"worker {spec.name}: {reason}{', committed ' + commit[:12] if commit else ', no changes'} on {spec.branch}"
                          + (f" — {outcome.result.strip()[:300]}" if outcome and outcome.result.strip() else ""))
+        lines.extend(await self._integrate([spec.branch for spec in specs], base_fields))
+        return "\n".join(lines)
+
+    async def _integrate(self, branches: list[str], base_fields: dict[str, Any]) -> list[str]:
+        """Merge ``branches`` and run the tests on the merged tree (``integration``); the report's lines."""
+        from . import detect_test_command, integrate
+
+        s = self.recorder
         # The interpreter by name: the sandbox hides a venv that lives under /tmp.
-        test_command = detect_test_command(repo, None, python="python3")
-        result = await integrate(repo, state, s.id, str(base_fields["base_commit"]), [spec.branch for spec in specs],
-                                 test_command, timeout_s=INTEGRATION_TEST_TIMEOUT_S, wrap=sandbox_wrap(self.req))
+        test_command = detect_test_command(self.repo, None, python="python3")
+        result = await integrate(self.repo, self.state_dir, s.id, str(base_fields["base_commit"]), branches,
+                                 test_command, timeout_s=INTEGRATION_TEST_TIMEOUT_S, wrap=self.wrap)
         tests = result.tests
         s.record("integration", sync=True, branch=result.merge.branch, head=result.merge.head, **base_fields,
                  merged=[m.branch for m in result.merge.merged],
@@ -140,90 +163,35 @@ class FanOut:
                  tests_passed=tests.passed if tests else None,
                  failing_tests=list(tests.failing_tests) if tests else [],
                  test_output=tests.output[-4000:] if tests else "", ok=result.ok)
-        lines.append(result.summary())
+        lines = [result.summary()]
         if result.ok:
             lines.append(f"The integrated result is on {result.merge.branch}; the person brings it home with `musec apply {s.id}`.")
-        return "\n".join(lines)
+        return lines
 
     async def _run_worker(self, spec: WorkerSpec, outcomes: dict[str, Any]) -> None:
         """Run one worker agent to its end (from its logged history when resumed); a
         failure is its outcome, never the session's."""
-        from musec.agents.loop import Outcome
-
-        from .agent_setup import build_agent
-        from .eventlog import iter_events
+        from ..loop import Outcome
 
         agent_id = f"worker:{spec.name}"
         try:
-            agent = build_agent(self.daemon, self.session, self.req, self.credentials, agent_id=agent_id,
-                                workspace=spec.path,
-                                prompt_suffix=_WORKER_PROMPT.format(name=spec.name, path=spec.path, branch=spec.branch))
+            agent = self.make_agent(agent_id, spec.path,
+                                    WORKER_PROMPT.format(name=spec.name, path=spec.path, branch=spec.branch))
             if spec.resume:
-                for ev in iter_events(self.session.log.path):
+                for ev in self.logged_events():
                     if ev.get("type") == "agent_spawned" and ev.get("agent") == agent_id:
                         agent.system_prompt = ev.get("system_prompt", agent.system_prompt)
                     agent.history.apply(ev)
-                self.session.workers[agent_id] = agent
+                self.agents[agent_id] = agent
             else:
-                self.session.workers[agent_id] = agent
-                self.session.record("agent_spawned", agent=agent_id, role="worker", workspace=str(spec.path),
-                                    system_prompt=agent.system_prompt, tools=list(agent.tools), sync=True)
-                self.session.record("user_message", agent=agent_id, text=spec.instruction, sync=True)
+                self.agents[agent_id] = agent
+                self.recorder.record("agent_spawned", agent=agent_id, role="worker", workspace=str(spec.path),
+                                     system_prompt=agent.system_prompt, tools=list(agent.tools), sync=True)
+                self.recorder.record("user_message", agent=agent_id, text=spec.instruction, sync=True)
             with anyio.move_on_after(WORKER_TIME_LIMIT_S) as scope:
                 outcomes[spec.name] = await agent.run()
             if scope.cancelled_caught:
                 outcomes[spec.name] = Outcome("time_limit", message=f"stopped after {WORKER_TIME_LIMIT_S:.0f} s")
         except Exception as exc:  # supervision at the edge: a worker never takes the session down
-            log.exception("worker_failed", session_id=self.session.id, worker=spec.name)
+            log.exception("worker_failed", session_id=self.recorder.id, worker=spec.name)
             outcomes[spec.name] = Outcome("error", message=f"{type(exc).__name__}: {exc}")
-
-
-
-def apply_integration(daemon: Daemon, session_id: str, request_id: int) -> p.Applied:
-    """Merge the session's latest integration into the person's branch (git only).
-
-    Raises:
-        BadRequest: no integration, a failed one, or git refused (the message says why).
-    """
-    from musec.agents.workers import WorkerError, apply
-
-    from .errors import BadRequest
-    from .eventlog import iter_events
-
-    sid = daemon.resolve_id(session_id)
-    workspace, integration = "", None
-    for ev in iter_events(daemon.log_path(sid)):
-        if ev.get("type") == "session_started":
-            workspace = ev.get("workspace", "")
-        elif ev.get("type") == "integration":
-            integration = ev
-    if integration is None:
-        raise BadRequest(f"session {sid} has no integrated fan-out result to apply")
-    if not integration.get("ok"):
-        raise BadRequest(f"the integration of session {sid} did not pass (conflicts or failing tests); "
-                         "see `musec workers " + sid + "`")
-    if _already_applied(workspace, str(integration.get("head", ""))):
-        raise BadRequest(f"the integration of session {sid} is already on your branch; nothing to apply")
-    try:
-        result = apply(workspace, integration["branch"], expected_head=integration["base_head"],
-                       snapshot=integration["base_commit"] if integration.get("snapshot") else None)
-    except WorkerError as exc:
-        raise BadRequest(str(exc)) from exc
-    session = daemon.sessions.get(sid)
-    if session is not None:
-        session.record("integration_applied", branch=result.branch, old_head=result.old_head,
-                       new_head=result.new_head, how=result.how, sync=True)
-    return p.Applied(id=request_id, session_id=sid, branch=result.branch, old_head=result.old_head,
-                     new_head=result.new_head, how=result.how)
-
-
-def _already_applied(workspace: str, head: str) -> bool:
-    """Whether the person's HEAD is the integration's head or descends from it."""
-    import pygit2
-
-    try:
-        repo = pygit2.Repository(pygit2.discover_repository(workspace))
-        current = repo.head.target
-        return str(current) == head or repo.descendant_of(current, pygit2.Oid(hex=head))
-    except (pygit2.GitError, ValueError, TypeError, KeyError):
-        return False

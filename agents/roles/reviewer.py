@@ -1,0 +1,69 @@
+"""``reviewer``: reads the turn's diff before the main agent ends the task.
+
+It keeps the diffs of the main agent's edits of the current task; when the agent says it
+has finished, the session asks it to ``review``, and findings (conflict markers, debugger
+calls, new TODOs, a failing test status on the blackboard) send the agent back to work.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..recorder import Recorder
+from .base import BackgroundAgent
+
+_FINDINGS = (
+    (re.compile(r"^[<>=]{7}( |$)"), "a merge conflict marker"),
+    (re.compile(r"\bbreakpoint\(\)|\bpdb\.set_trace\(\)|\bdebugger;"), "a debugger call left in"),
+    (re.compile(r"\b(TODO|FIXME|XXX)\b"), "a new TODO/FIXME"),
+)
+
+
+class Reviewer(BackgroundAgent):
+    """Reads the turn's diff before the main agent ends the task; can send it back."""
+
+    role = "reviewer"
+
+    def __init__(self, recorder: Recorder, blackboard: Any, workspace: Path) -> None:
+        super().__init__(recorder, blackboard, workspace)
+        self.diffs: list[tuple[str, str]] = []
+        self.reviewed = 0
+
+    def notify(self, event: dict[str, Any]) -> None:
+        """Keep the turn's diffs as they are recorded (no inbox: nothing may be missed)."""
+        if event.get("type") == "user_message" and event.get("agent") == "main":
+            self.diffs, self.reviewed = [], 0
+        elif event.get("type") == "file_edited" and event.get("agent") == "main":
+            self.diffs.append((str(event.get("path")), str(event.get("diff", ""))))
+
+    async def run(self) -> None:
+        """Nothing to do between reviews: ``notify`` keeps the diffs."""
+        self.state = "watching"
+        self.ready.set()
+        await anyio.sleep_forever()
+
+    async def review(self) -> list[str]:
+        """Findings on the edits made since the last review (empty: nothing to say)."""
+        new, self.reviewed = self.diffs[self.reviewed :], len(self.diffs)
+        findings = []
+        for path, diff in new:
+            for line in diff.splitlines():
+                if not line.startswith("+") or line.startswith("+++"):
+                    continue
+                for pattern, what in _FINDINGS:
+                    if pattern.search(line[1:]):
+                        findings.append(f"{path}: {what}: `{line[1:].strip()[:100]}`")
+        status = self.blackboard.facts.get("test_status") if self.blackboard is not None else None
+        if new and status and not status.get("passed"):
+            failing = ", ".join(status.get("failing", [])[:5])
+            findings.append(f"the verifier's last test run fails: {failing}")
+        self.state = f"reviewed {len(new)} edit(s), {len(findings)} finding(s)"
+        self.last_activity_at = time.time()
+        if findings:
+            self.record("review", edits=len(new), findings=findings)
+        return findings[:20]

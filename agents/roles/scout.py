@@ -1,0 +1,134 @@
+"""``scout``: knows the repository (files, Python symbols, where the tests are).
+
+It builds a repository map once, keeps it current as files change, and answers
+``ask_agent`` questions: from its own model when the session gave background agents one
+(a read-only agent that keeps what it has read for the whole session), else from the map
+by the question's words, without re-reading the repository.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..recorder import Recorder
+from .base import BackgroundAgent, is_workspace_edit
+
+_SYMBOL = re.compile(r"^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)", re.M)
+
+
+class Scout(BackgroundAgent):
+    """Knows the repository: files, Python symbols, where the tests are.
+
+    Args:
+        recorder, blackboard, workspace: see ``BackgroundAgent``.
+        agent: an ``agents.loop.Agent`` with read-only tools that answers questions, or
+            None to answer from the map.
+    """
+
+    role = "scout"
+    MAX_FILES = 20_000
+
+    def __init__(self, recorder: Recorder, blackboard: Any, workspace: Path, agent: Any = None) -> None:
+        super().__init__(recorder, blackboard, workspace)
+        self.files: list[str] = []
+        self.symbols: dict[str, list[str]] = {}
+        self.agent = agent
+        self._asking = anyio.Lock()
+        self._spawned = False
+
+    def restore(self, event: dict[str, Any]) -> None:
+        """A model-driven scout keeps its conversation across a restart."""
+        if self.agent is not None:
+            self.agent.history.apply(event)
+            if event.get("type") == "agent_spawned" and event.get("agent") == self.agent_id:
+                self._spawned = True
+
+    async def run(self) -> None:
+        """Map the repository (``repo_map``), then rescan each file edited in the workspace."""
+        self.state = "mapping"
+        await anyio.to_thread.run_sync(self._build_map)
+        tests = [f for f in self.files if is_test(f)]
+        self.record("repo_map", files=len(self.files), python_symbols=sum(len(v) for v in self.symbols.values()),
+                    test_files=tests[:50])
+        self.ready.set()
+        self.state = "watching"
+        async for event in self._inbox:
+            if is_workspace_edit(event):
+                path = str(event.get("path", ""))
+                if path not in self.files:
+                    self.files.append(path)
+                await anyio.to_thread.run_sync(self._scan, path)
+                self.last_activity_at = time.time()
+
+    def _build_map(self) -> None:
+        from musec.agents.tools.search import find_ripgrep
+
+        rg = find_ripgrep()
+        if rg is not None:
+            proc = subprocess.run([rg, "--files", "--hidden", "--glob", "!.git"], cwd=self.workspace,
+                                  capture_output=True, text=True, timeout=60)
+            self.files = sorted(proc.stdout.splitlines())[: self.MAX_FILES]
+        else:  # pragma: no cover - ripgrep is a dependency
+            self.files = sorted(str(p.relative_to(self.workspace)) for p in self.workspace.rglob("*")
+                                if p.is_file() and ".git" not in p.parts)[: self.MAX_FILES]
+        for path in self.files:
+            self._scan(path)
+
+    def _scan(self, path: str) -> None:
+        if not path.endswith(".py"):
+            return
+        try:
+            full = self.workspace / path
+            board = self.blackboard
+            data = board.read(full, self.agent_id, 2 * 1024 * 1024) if board is not None else full.read_bytes()
+            text = data.decode("utf-8", errors="replace")
+        except OSError:
+            self.symbols.pop(path, None)
+            return
+        self.symbols[path] = [f"{kind} {name}" for kind, name in _SYMBOL.findall(text)]
+
+    async def answer(self, question: str) -> str:
+        """From its model (which keeps what it has read for the whole session) when it has
+        one, else from the map by the question's words."""
+        if self.agent is not None:
+            return await self._ask_model(question)
+        if self.state == "mapping" or not self.files:
+            return f"scout: the repository map is not ready yet ({self.state})"
+        words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", question)}
+        hits = []
+        for path in self.files:
+            names = self.symbols.get(path, [])
+            matched = [n for n in names if any(w in n.lower() for w in words)]
+            if matched or any(w in path.lower() for w in words):
+                hits.append(f"{path}: {', '.join(matched) if matched else '(file)'}")
+        tests = [f for f in self.files if is_test(f)]
+        head = f"scout: {len(self.files)} files, {sum(len(v) for v in self.symbols.values())} Python symbols; tests in: {', '.join(tests[:10]) or 'none found'}"
+        if not hits:
+            return head + "\nnothing in the map matches the question's words"
+        return head + "\n" + "\n".join(hits[:40])
+
+    async def _ask_model(self, question: str) -> str:
+        async with self._asking:
+            self.state = "answering"
+            if not self._spawned:  # its prompt and tools, for replay
+                self.record("agent_spawned", role="scout", model=self.agent.provider.model,
+                            system_prompt=self.agent.system_prompt, tools=list(self.agent.tools), sync=True)
+                self._spawned = True
+            self.record("user_message", text=question, sync=True)
+            outcome = await self.agent.run()
+            self.state = "watching"
+            if outcome.exit_reason != "finished":
+                return f"scout: could not answer ({outcome.exit_reason}: {outcome.message})"
+            return f"scout: {outcome.result}"
+
+
+def is_test(path: str) -> bool:
+    """Whether a repository path looks like a test file."""
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or "/tests/" in f"/{path}"

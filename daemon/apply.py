@@ -1,0 +1,63 @@
+"""``musec apply``: bringing a fan-out's integrated result onto the person's branch.
+
+Through git only (a fast-forward or a merge, DESIGN §9); the integration is found in the
+session's log, and a live session logs ``integration_applied``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import protocol as p
+from .errors import BadRequest
+from .eventlog import iter_events
+
+if TYPE_CHECKING:
+    from .index import SessionIndex
+
+
+def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> p.Applied:
+    """Merge the session's latest integration into the person's branch (git only).
+
+    Raises:
+        BadRequest: no integration, a failed one, or git refused (the message says why).
+    """
+    from musec.agents.workers import WorkerError, apply
+
+    sid = index.resolve_id(session_id)
+    workspace, integration = "", None
+    for ev in iter_events(index.log_path(sid)):
+        if ev.get("type") == "session_started":
+            workspace = ev.get("workspace", "")
+        elif ev.get("type") == "integration":
+            integration = ev
+    if integration is None:
+        raise BadRequest(f"session {sid} has no integrated fan-out result to apply")
+    if not integration.get("ok"):
+        raise BadRequest(f"the integration of session {sid} did not pass (conflicts or failing tests); "
+                         "see `musec workers " + sid + "`")
+    if _already_applied(workspace, str(integration.get("head", ""))):
+        raise BadRequest(f"the integration of session {sid} is already on your branch; nothing to apply")
+    try:
+        result = apply(workspace, integration["branch"], expected_head=integration["base_head"],
+                       snapshot=integration["base_commit"] if integration.get("snapshot") else None)
+    except WorkerError as exc:
+        raise BadRequest(str(exc)) from exc
+    session = index.live.get(sid)
+    if session is not None:
+        session.record("integration_applied", branch=result.branch, old_head=result.old_head,
+                       new_head=result.new_head, how=result.how, sync=True)
+    return p.Applied(id=request_id, session_id=sid, branch=result.branch, old_head=result.old_head,
+                     new_head=result.new_head, how=result.how)
+
+
+def _already_applied(workspace: str, head: str) -> bool:
+    """Whether the person's HEAD is the integration's head or descends from it."""
+    import pygit2
+
+    try:
+        repo = pygit2.Repository(pygit2.discover_repository(workspace))
+        current = repo.head.target
+        return str(current) == head or repo.descendant_of(current, pygit2.Oid(hex=head))
+    except (pygit2.GitError, ValueError, TypeError, KeyError):
+        return False

@@ -1,0 +1,271 @@
+"""One client connection: the peer check, the handshake, then requests until it goes.
+
+Each request is answered by the replies the protocol names for it (``daemon.protocol``);
+a ``DaemonError`` becomes an ``Error`` frame with its code, anything else an ``internal``
+one, and the connection goes on. Attached sessions' events are forwarded by one task per
+subscription, in the connection's own task group.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, assert_never
+
+import anyio
+import anyio.abc
+import structlog
+
+from . import protocol as p
+from .errors import BadRequest, DaemonError
+from .eventlog import read_lines, verify
+from .host import SessionHost
+from .paths import Paths
+from .session import Session
+
+log = structlog.get_logger("musec.daemon")
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket (Linux, macOS)."""
+    if hasattr(socket, "SO_PEERCRED"):
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", creds)[1]
+    if hasattr(os, "getpeereid"):  # pragma: no cover - macOS/BSD
+        return os.getpeereid(sock.fileno())[0]  # type: ignore[attr-defined]
+    return None  # pragma: no cover
+
+
+class Connection:
+    """One client connection.
+
+    Args:
+        conn: the accepted socket stream.
+        host: the live sessions (and, through it, the index).
+        paths: the daemon's directories (for ``Status`` and the model catalog).
+        stop: ends every session and stops the daemon (``Shutdown``).
+    """
+
+    def __init__(self, conn: anyio.abc.SocketStream, host: SessionHost, paths: Paths, stop: Callable[[], None]) -> None:
+        self.conn = conn
+        self.host = host
+        self.index = host.index
+        self.paths = paths
+        self.stop = stop
+        self.send_lock = anyio.Lock()
+        self.name = f"client:{secrets.token_hex(3)}"
+
+    async def send(self, msg: Any) -> None:
+        """Send one message (frames of concurrent senders never interleave)."""
+        async with self.send_lock:
+            await self.conn.send(p.encode(msg))
+
+    async def run(self) -> None:
+        """Serve the connection until the client goes or breaks the protocol."""
+        raw = self.conn.extra(anyio.abc.SocketAttribute.raw_socket)
+        uid = peer_uid(raw)
+        if uid is not None and uid != os.getuid():
+            log.warning("peer_refused", uid=uid)
+            await self.send(p.Error(id=0, code="permission_denied", message="this daemon serves only its own user"))
+            return
+        frames = p.FrameBuffer()
+        greeted = False
+        async with anyio.create_task_group() as tg:
+            self.tg = tg
+            while True:
+                try:
+                    data = await self.conn.receive(65536)
+                except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+                    break
+                try:
+                    bodies = frames.feed(data)
+                except p.FrameError as exc:
+                    await self.send(p.Error(id=0, code="bad_frame", message=str(exc)))
+                    break
+                for body in bodies:
+                    try:
+                        msg = p.decode_client(body)
+                    except p.FrameError as exc:
+                        await self.send(p.Error(id=0, code="bad_frame", message=str(exc)))
+                        continue
+                    if not greeted:
+                        if not await self._greet(msg):
+                            tg.cancel_scope.cancel()
+                            return
+                        greeted = True
+                        continue
+                    await self._answer(msg)
+            tg.cancel_scope.cancel()
+
+    async def _greet(self, msg: p.ClientMsg) -> bool:
+        """Answer the client's first frame; whether the connection may go on."""
+        if not isinstance(msg, p.Hello):
+            await self.send(p.Error(id=0, code="no_hello", message="the first frame must be Hello"))
+            return False
+        await self.send(p.Hello(protocol_version=p.PROTOCOL_VERSION, version=p.__version__, role="daemon", pid=os.getpid()))
+        if msg.protocol_version != p.PROTOCOL_VERSION:
+            await self.send(p.Error(id=0, code="protocol_mismatch", message=(
+                f"client speaks protocol {msg.protocol_version}, daemon {p.PROTOCOL_VERSION}; "
+                "restart the daemon with `musec daemon stop`")))
+            return False
+        return True
+
+    async def _answer(self, msg: p.ClientMsg) -> None:
+        """Handle one request; a failure is answered with an ``Error``, never raised."""
+        try:
+            await self.handle(msg)
+        except DaemonError as exc:
+            await self.send(p.Error(id=getattr(msg, "id", 0), code=exc.code, message=str(exc)))
+        except Exception as exc:
+            log.exception("request_failed", error=str(exc))
+            await self.send(p.Error(id=getattr(msg, "id", 0), code="internal", message=f"{type(exc).__name__}: {exc}"))
+
+    async def handle(self, msg: p.ClientMsg) -> None:
+        """Handle one request: send its replies, or raise ``DaemonError``."""
+        match msg:
+            case p.Hello():
+                return
+            case p.StartSession() | p.ResumeSession() | p.Attach():
+                await self._join(msg)
+            case p.UserInput() | p.ApprovalAnswer() | p.Interrupt() | p.EndSession():
+                await self._control(msg)
+            case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.ReadLog() | p.VerifyLog():
+                await self.send(self._view(msg))
+            case p.ApplyIntegration():
+                from .apply import apply_integration
+
+                await self.send(apply_integration(self.index, msg.session_id, msg.id))
+            case p.CollectSessions():
+                from .collect import collect
+
+                removed, freed, kept = collect(self.index, self.paths.state, self.paths.blobs, msg.older_than_s, msg.dry_run)
+                await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed, kept=kept))
+            case p.ListModels():
+                await self.send(p.Models(id=msg.id, models=list_models(self.paths.config)))
+            case p.ListSessions():
+                await self.send(p.Sessions(id=msg.id, sessions=self.index.list_sessions(msg.workspace)))
+            case p.Status():
+                await self.send(p.StatusReply(
+                    id=msg.id, pid=os.getpid(), socket=str(self.paths.socket), version=p.__version__,
+                    sessions=sorted(self.host.sessions), home=str(self.paths.state),
+                    log_file=str(self.paths.logs / "musecd.log")))
+            case p.Shutdown():
+                await self.send(p.Ok(id=msg.id))
+                self.stop()
+            case _:
+                raise BadRequest(f"unexpected message {type(msg).__name__}")
+
+    async def _join(self, msg: p.StartSession | p.ResumeSession | p.Attach) -> None:
+        """Start, resume or attach to a session, and subscribe to its events."""
+        host = self.host
+        match msg:
+            case p.StartSession():
+                session = host.start_session(msg)
+                self._subscribe(session, msg.id, -1)
+                # The client learns the session id before anything runs (a crash may follow).
+                await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path)))
+                host.launch(session, msg.task)
+            case p.ResumeSession():
+                session, mid_turn, interrupted = host.resume_session(msg)
+                since = -1 if msg.backlog else session.resumed_at_seq - 1
+                self._subscribe(session, msg.id, since)
+                await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path),
+                                                 resumed=True, interrupted_calls=interrupted))
+                host.launch(session, msg.task, mid_turn)
+            case p.Attach():
+                sid = self.index.resolve_id(msg.session_id)
+                live = host.sessions.get(sid)
+                if live is not None:
+                    self._subscribe(live, msg.id, msg.since_seq)
+                    return
+                path = self.index.log_path(sid)
+                for n, line in enumerate(read_lines(path)):
+                    if n > msg.since_seq:
+                        await self.send(p.Event(id=msg.id, session_id=sid, seq=n, line=line))
+                await self.send(p.SessionEnded(id=msg.id, session_id=sid, exit_reason="not_live", log_path=str(path)))
+
+    async def _control(self, msg: p.UserInput | p.ApprovalAnswer | p.Interrupt | p.EndSession) -> None:
+        """Input, approval answers, interrupts and ends for a live session."""
+        if isinstance(msg, p.ApprovalAnswer) and msg.decision not in ("allow", "deny", "always"):
+            raise BadRequest(f"decision must be allow, deny or always, not {msg.decision!r}")
+        session = self.host.live(msg.session_id)
+        match msg:
+            case p.UserInput():
+                session.submit(msg.text, msg.client_msg_id)
+            case p.ApprovalAnswer():
+                if not session.answer(msg.call_id, msg.decision, self.name):
+                    await self.send(p.Error(id=msg.id, code="already_resolved", message="that approval was already answered"))
+                    return
+            case p.Interrupt():
+                session.interrupt()
+            case p.EndSession():
+                session.end()
+        await self.send(p.Ok(id=msg.id))
+
+    def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.ReadLog | p.VerifyLog) -> p.DaemonMsg:
+        """The reply of a read-only request: a view of a session rebuilt from its log."""
+        from . import projections
+        from .resume import replay
+
+        index = self.index
+        match msg:
+            case p.Replay():
+                return replay(index, msg.session_id, msg.id)
+            case p.Cost():
+                return projections.cost_report(index, msg.session_id, msg.workspace, msg.id)
+            case p.ListAgents():
+                return projections.list_agents(index, msg.session_id, msg.id)
+            case p.ListWorkers():
+                return projections.list_workers(index, msg.session_id, msg.id)
+            case p.ReadLog():
+                sid = index.resolve_id(msg.session_id)
+                path = index.log_path(sid)
+                return p.LogLines(id=msg.id, session_id=sid, lines=read_lines(path), log_path=str(path))
+            case p.VerifyLog():
+                sid = index.resolve_id(msg.session_id)
+                report = verify(index.log_path(sid))
+                problems = list(report.problems)
+                if report.torn_bytes:
+                    problems.append(f"torn last line ({report.torn_bytes} bytes without a newline)")
+                return p.VerifyResult(id=msg.id, session_id=sid, ok=report.ok, events=report.events, problems=problems)
+            case _:
+                assert_never(msg)
+
+    def _subscribe(self, session: Session, request_id: int, since_seq: int) -> None:
+        sub, backlog = session.attach(request_id, since_seq)
+        self.tg.start_soon(self._forward, session, sub, backlog)
+
+    async def _forward(self, session: Session, sub: Any, backlog: list[tuple[int, bytes]]) -> None:
+        try:
+            for n, (seq, line) in enumerate(backlog):
+                await self.send(p.Event(id=sub.request_id, session_id=session.id, seq=seq, line=line,
+                                        backlog=True, backlog_end=n == len(backlog) - 1))
+            async with sub.receive:
+                async for msg in sub.receive:
+                    await self.send(msg)
+            if sub.cut_off:
+                await self.send(p.Resync(id=sub.request_id, session_id=session.id, last_seq=sub.last_seq))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
+            pass
+        finally:
+            session.detach(sub)
+
+
+def list_models(config_dir: Path) -> list[p.ModelInfo]:
+    """The catalog as wire structs (DESIGN §2: shipped default + the user's models.toml)."""
+    from musec.agents.catalog import load_catalog
+
+    out = []
+    for e in load_catalog(config_dir).entries():
+        pr = e.prices
+        out.append(p.ModelInfo(
+            id=e.id, provider=e.provider, aliases=list(e.aliases), context_window_tokens=e.context_window_tokens or 0,
+            max_output_tokens=e.max_output_tokens or 0, input_per_mtok=pr.input if pr else 0.0,
+            cached_input_per_mtok=(pr.cached_input or 0.0) if pr else 0.0,
+            cache_write_per_mtok=(pr.cache_write or 0.0) if pr else 0.0,
+            output_per_mtok=pr.output if pr else 0.0, trains_on_data=e.trains_on_data))
+    return out

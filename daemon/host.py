@@ -1,0 +1,119 @@
+"""The host of live sessions: starting, resuming, running and ending them.
+
+The host keeps the daemon's live sessions by id (the session index reads them for
+statuses) and runs each in the daemon's root task group; a session that fails is logged
+and ends alone (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+import structlog
+
+from . import protocol as p
+from .errors import BadRequest, SessionNotFound
+from .eventlog import EventLog
+from .index import SessionIndex, new_session_id
+from .session import Session
+
+if TYPE_CHECKING:
+    from .agent_setup import AgentDeps
+
+log = structlog.get_logger("musec.daemon")
+
+
+class SessionHost:
+    """The sessions live in this daemon.
+
+    Args:
+        deps: what building agents needs (directories, HTTP client, rate limiters).
+        tg: the task group sessions run in (the daemon's root one).
+
+    Attributes:
+        sessions: the live sessions by id (a session leaves when it ends).
+        index: the sessions on disk, with these live ones' statuses.
+    """
+
+    def __init__(self, deps: AgentDeps, tg: anyio.abc.TaskGroup) -> None:
+        self.deps = deps
+        self.tg = tg
+        self.sessions: dict[str, Session] = {}
+        self.index = SessionIndex(deps.paths.sessions, self.sessions)
+
+    def start_session(self, req: p.StartSession) -> Session:
+        """Create a session, its log (``session_started``) and its agents; not yet running.
+
+        Raises:
+            BadRequest: the workspace is not a directory, or see ``agent_setup.build_agent``.
+        """
+        from .agent_setup import build_main_agent, session_started_fields
+
+        workspace = Path(req.workspace)
+        if not workspace.is_dir():
+            raise BadRequest(f"workspace {req.workspace} is not a directory")
+        credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
+        secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")] + list(req.redact)
+        session_id = new_session_id()
+        path = self.index.log_path(session_id)
+        elog = EventLog.create(path, secrets=secrets_)
+        session = Session(session_id, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
+        session.blackboard = _blackboard(req.blackboard)
+        try:
+            agent = build_main_agent(self.deps, session, req, credentials)
+        except Exception:
+            elog.close()
+            path.unlink(missing_ok=True)
+            raise
+        session.agent = agent
+        session.record("session_started", sync=True, **session_started_fields(req, agent, workspace))
+        self._add(session)
+        return session
+
+    def resume_session(self, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
+        """Reopen a session from its log; see ``resume.resume_session``."""
+        from .resume import resume_session
+
+        session, mid_turn, interrupted = resume_session(self.index, self.deps, req)
+        self._add(session)
+        return session, mid_turn, interrupted
+
+    def _add(self, session: Session) -> None:
+        self.sessions[session.id] = session
+        session.on_end = lambda s: self.sessions.pop(s.id, None)
+
+    def live(self, session_id: str) -> Session:
+        """The live session ``session_id`` (a prefix) names.
+
+        Raises:
+            SessionNotFound: no such session, or it is not live in this daemon.
+        """
+        sid = self.index.resolve_id(session_id)
+        session = self.sessions.get(sid)
+        if session is None:
+            raise SessionNotFound(f"session {sid} is not live in this daemon")
+        return session
+
+    def launch(self, session: Session, task: str, resume_turn: bool = False) -> None:
+        """Start running a session (after its client has been told it exists)."""
+        self.tg.start_soon(self._run_session, session, task, resume_turn)
+
+    async def _run_session(self, session: Session, task: str, resume_turn: bool = False) -> None:
+        try:
+            await session.run(task, resume_turn=resume_turn)
+        except Exception as exc:
+            log.exception("session_failed", session_id=session.id, error=str(exc))
+
+    def end_all(self) -> None:
+        """End every live session (each writes ``session_ended``)."""
+        for session in list(self.sessions.values()):
+            session.end()
+
+
+def _blackboard(enabled: bool) -> object | None:
+    from musec.agents.blackboard import Blackboard
+
+    return Blackboard() if enabled else None

@@ -1,0 +1,103 @@
+"""The session index: the sessions on disk, listed and named (DESIGN §5 rule 7).
+
+The logs are the index: nothing is stored beside them. A session's status comes from the
+live sessions of this daemon when it is one of them, else from its log's last line.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import protocol as p
+from .errors import SessionNotFound
+from .eventlog import first_and_last
+
+
+def new_session_id() -> str:
+    """A time-sortable session id: milliseconds since the epoch in hex, then 6 random hex."""
+    return f"{int(time.time() * 1000):x}-{secrets.token_hex(3)}"
+
+
+class SessionIndex:
+    """The sessions under one ``state/sessions`` directory.
+
+    Args:
+        directory: where the logs are (``<id>.jsonl`` each).
+        live: the sessions this daemon hosts now (``daemon.session.Session``), by
+            id; read, never changed, here.
+    """
+
+    def __init__(self, directory: Path, live: Mapping[str, Any]) -> None:
+        self.directory = directory
+        self.live = live
+
+    def log_path(self, session_id: str) -> Path:
+        """Where the log of ``session_id`` is (whether or not it exists)."""
+        return self.directory / f"{session_id}.jsonl"
+
+    def resolve_id(self, prefix: str) -> str:
+        """The session id that ``prefix`` names uniquely.
+
+        Raises:
+            SessionNotFound: no session, or several, start with ``prefix``.
+        """
+        if not prefix or "/" in prefix:
+            raise SessionNotFound(f"no session {prefix!r}; list them with `musec sessions --all`")
+        if (self.directory / f"{prefix}.jsonl").exists():
+            return prefix
+        matches = sorted(f.stem for f in self.directory.glob(f"{prefix}*.jsonl"))
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise SessionNotFound(f"no session {prefix!r}; list them with `musec sessions --all`")
+        raise SessionNotFound(f"{prefix!r} names {len(matches)} sessions; give more of the id")
+
+    def latest(self, workspace: str) -> str | None:
+        """The id of the most recently started session of ``workspace``, if any."""
+        found = self.list_sessions(workspace)
+        return found[0].id if found else None
+
+    def list_sessions(self, workspace: str = "") -> list[p.SessionInfo]:
+        """Sessions newest first, rebuilt from the logs (of ``workspace`` only, when given)."""
+        out = []
+        for path in self.directory.glob("*.jsonl"):
+            first, last = first_and_last(path)
+            sid = path.stem
+            if first is None:
+                mtime = path.stat().st_mtime
+                info = p.SessionInfo(sid, "", mtime, mtime, "broken", "(empty or damaged log)", str(path))
+            else:
+                if sid in self.live:
+                    status = self.live[sid].status
+                elif last and last.get("type") == "session_ended":
+                    status = str(last.get("exit_reason", "ended"))
+                else:
+                    status = "interrupted"
+                info = p.SessionInfo(
+                    sid, str(first.get("workspace", "")), float(first.get("ts", 0)),
+                    float((last or first).get("ts", 0)), status, str(first.get("title", "")) or _first_task(path),
+                    str(path))
+            if workspace and info.workspace != workspace:
+                continue
+            out.append(info)
+        out.sort(key=lambda s: s.started_at, reverse=True)
+        return out
+
+
+def _first_task(path: Path) -> str:
+    """The title of a session started before its first task: that task's first line."""
+    import msgspec
+
+    with open(path, "rb") as f:
+        for _, line in zip(range(8), f, strict=False):
+            try:
+                ev = msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                return ""
+            if isinstance(ev, dict) and ev.get("type") == "user_message" and ev.get("agent") == "main":
+                return str(ev.get("text", "")).strip().splitlines()[0][:80] if str(ev.get("text", "")).strip() else ""
+    return ""
