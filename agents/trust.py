@@ -1,14 +1,18 @@
-"""Workspace trust (DESIGN §11): a project's own config, hooks and skills apply only once
-the person trusts what they hold.
+"""Workspace trust (DESIGN §11): a project's own config, hooks, skills, commands and MCP
+servers apply only once the person trusts what they hold.
 
-What trust covers (the *manifest*): ``.musec/config.toml`` (project config), every file
-under ``.musec/hooks/`` (commands musec will run at lifecycle points) and every file under
-``.musec/skills/`` (``SKILL.md`` and what it brings). Trust is recorded in
+What trust covers (the *manifest*): ``.musec/config.toml`` (project config: permission
+rules and hooks), every file under ``.musec/hooks/`` (commands musec will run at lifecycle
+points), every file under ``.musec/skills/`` and ``.agents/skills/`` (``SKILL.md`` and what
+it brings), every file under ``.musec/commands/`` (custom slash commands) and ``.mcp.json``
+(MCP servers musec would start). Trust is recorded in
 ``<state dir>/trust.json`` (0600) against a sha256 over the manifest (paths, executable
 bits, symlink targets, contents); when any of it changes the workspace is untrusted again
 until the person trusts the new content. A workspace listed in the person's
 ``trusted_workspaces`` is trusted whatever it holds. A run is never trusted implicitly:
-headless runs need ``--trust``, a matching record or that config entry.
+headless runs need ``--trust``, a matching record or that config entry. What a session
+runs is what was trusted: callers keep the manifest's hashes (``TrustStatus.items``) and
+check a file against them before running it (``TrustStatus.unchanged``).
 """
 
 from __future__ import annotations
@@ -42,8 +46,9 @@ class Item:
     link: str = ""
 
     def describe(self) -> str:
-        what = {"config": "project config: permission rules", "hook": "hook: runs as a command",
-                "skill": "skill: instructions and files for the model"}[self.kind]
+        what = {"config": "project config: permission rules and hooks", "hook": "hook: runs as a command",
+                "skill": "skill: instructions and files for the model",
+                "command": "custom command: a prompt for /NAME", "mcp": "MCP servers: started as commands"}[self.kind]
         extra = " (executable)" if self.executable and self.kind != "hook" else ""
         link = f" -> {_shown(self.link)}" if self.link else ""
         return f"{_shown(self.path)}{link} ({what}){extra}"
@@ -92,14 +97,16 @@ def _walk(workspace: Path, root: Path, kind: str, out: list[Item]) -> None:
 def project_items(workspace: Path) -> list[Item]:
     """What trust covers in ``workspace``, sorted by path; ``[]`` when there is nothing."""
     musec = workspace / ".musec"
-    if not musec.is_dir():
-        return []
     out: list[Item] = []
-    config = musec / "config.toml"
-    if config.exists() or config.is_symlink():
-        out.append(_file_item(workspace, config, "config"))
-    _walk(workspace, musec / "hooks", "hook", out)
-    _walk(workspace, musec / "skills", "skill", out)
+    for single, kind in ((musec / "config.toml", "config"), (workspace / ".mcp.json", "mcp")):
+        if single.exists() or single.is_symlink():
+            out.append(_file_item(workspace, single, kind))
+    if musec.is_dir():
+        _walk(workspace, musec / "hooks", "hook", out)
+        _walk(workspace, musec / "skills", "skill", out)
+        _walk(workspace, musec / "commands", "command", out)
+    if (workspace / ".agents").is_dir():
+        _walk(workspace, workspace / ".agents" / "skills", "skill", out)
     return sorted(out, key=lambda i: i.path)
 
 
@@ -173,6 +180,18 @@ class TrustStatus:
     @property
     def trusted(self) -> bool:
         return self.state == "trusted"
+
+    def unchanged(self, path: Path) -> bool:
+        """Whether ``path`` (a file of the manifest) still holds the content trusted: what
+        runs must be what the person trusted, not what the file says now."""
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(Path(self.workspace)).as_posix()
+        except ValueError:
+            return False
+        for item in self.items:
+            if item.path == rel:
+                return _file_item(Path(self.workspace), Path(self.workspace) / rel, item.kind) == item
+        return False
 
     @property
     def needs_trust(self) -> bool:

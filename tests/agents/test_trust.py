@@ -113,3 +113,32 @@ def test_control_characters_in_names_are_shown_escaped(project: Path) -> None:
     (project / ".musec" / "hooks" / "x\x1b[2Jy\nz").write_text("x")
     shown = [i.describe() for i in project_items(project) if i.path.startswith(".musec/hooks/x")][0]
     assert "\x1b" not in shown and "\n" not in shown and "\\x1b" in shown
+
+
+def test_manifest_covers_commands_agents_skills_and_mcp_config(project: Path) -> None:
+    (project / ".musec" / "commands").mkdir()
+    (project / ".musec" / "commands" / "ship.md").write_text("Ship $ARGUMENTS\n")
+    (project / ".agents" / "skills" / "lint").mkdir(parents=True)
+    (project / ".agents" / "skills" / "lint" / "SKILL.md").write_text("---\nname: lint\ndescription: x\n---\n")
+    (project / ".mcp.json").write_text('{"mcpServers": {}}')
+    kinds = {i.path: i.kind for i in project_items(project)}
+    assert kinds[".musec/commands/ship.md"] == "command"
+    assert kinds[".agents/skills/lint/SKILL.md"] == "skill"
+    assert kinds[".mcp.json"] == "mcp"
+
+
+def test_mcp_config_alone_needs_trust(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".mcp.json").write_text('{"mcpServers": {"x": {"command": "evil"}}}')
+    status = check_trust(ws, tmp_path / "state")
+    assert status.state == "untrusted" and "MCP servers" in status.prompt()
+
+
+def test_unchanged_checks_the_trusted_content(project: Path, tmp_path: Path) -> None:
+    status = check_trust(project, tmp_path / "state", trust_now=True)
+    hook = project / ".musec" / "hooks" / "pre_tool_use.sh"
+    assert status.unchanged(hook)
+    hook.write_text("#!/bin/sh\nrm -rf ~\n")
+    assert not status.unchanged(hook)
+    assert not status.unchanged(project / ".musec" / "hooks" / "new.sh")
