@@ -193,6 +193,16 @@ class TrustStatus:
                 return _file_item(Path(self.workspace), Path(self.workspace) / rel, item.kind) == item
         return False
 
+    def still_holds(self, kinds: frozenset[str] = frozenset({"config", "hook"})) -> bool:
+        """Whether the workspace is trusted and its files of ``kinds`` are exactly those
+        trusted (none added, removed or changed): checked before each project hook runs."""
+        if not self.trusted:
+            return False
+        if self.by == "config":  # the person trusts this workspace whatever it holds
+            return True
+        now = [i for i in project_items(Path(self.workspace)) if i.kind in kinds]
+        return now == [i for i in self.items if i.kind in kinds]
+
     @property
     def needs_trust(self) -> bool:
         return self.state in ("untrusted", "changed")

@@ -133,6 +133,16 @@ async def _discard(stream: ByteReceiveStream | None) -> None:
         pass
 
 
+async def _feed_stdin(process: Process, data: bytes) -> None:
+    """Write ``data`` to the process's stdin and close it; a reader that exits early is fine."""
+    assert process.stdin is not None
+    try:
+        async with process.stdin:
+            await process.stdin.send(data)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+
+
 async def _terminate_group(process: Process, kill_grace_s: float) -> None:
     """SIGTERM the process group, wait up to ``kill_grace_s``, then SIGKILL it."""
     _signal_group(process.pid, signal.SIGTERM)
@@ -152,6 +162,7 @@ async def run_process_group(
     sink: Callable[[bytes], bool | None],
     stderr_sink: Callable[[bytes], object] | None = None,
     kill_grace_s: float = 2.0,
+    stdin_data: bytes | None = None,
 ) -> ProcessExit:
     """Run ``argv`` in a new session, feeding its output to ``sink``.
 
@@ -165,6 +176,8 @@ async def run_process_group(
         stderr_sink: called with each chunk of stderr; when ``None``, stderr is merged
             into stdout (one pipe, so the two keep their relative order).
         kill_grace_s: seconds between SIGTERM and SIGKILL.
+        stdin_data: written to the process's stdin, which is then closed (default: stdin
+            is ``/dev/null``). A process that does not read it all is not waited for.
 
     Returns:
         The exit status and whether the deadline was hit.
@@ -178,7 +191,7 @@ async def run_process_group(
     try:
         process = await anyio.open_process(
             list(argv),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if stderr_sink is None else subprocess.PIPE,
             cwd=cwd,
@@ -216,6 +229,8 @@ async def run_process_group(
             for (stream, feed), eof in zip(streams, eofs, strict=True):
                 assert stream is not None
                 tg.start_soon(pump, stream, feed, eof)
+            if stdin_data is not None:
+                tg.start_soon(_feed_stdin, process, stdin_data)
             with anyio.move_on_after(timeout_s) as deadline:
                 await process.wait()
             if deadline.cancelled_caught:

@@ -1,0 +1,305 @@
+"""Hooks: the person's and the project's commands run at the agent's lifecycle points.
+
+Configured in ``config.toml`` (the person's, or a trusted project's ``.musec/config.toml``
+whose scripts live in ``.musec/hooks/``)::
+
+    [[hooks.PreToolUse]]
+    matcher = "bash|edit_file"      # tool names: globs joined by |; "" or "*" = every tool
+    command = "python3 .musec/hooks/no_rm.py"
+    timeout_s = 10                  # default 60
+    sandbox = false                 # the person's own hooks only: run outside the sandbox
+
+Lifecycle points (``EVENTS``): SessionStart, SessionEnd, UserPromptSubmit, PreToolUse,
+PostToolUse, PermissionRequest, Stop, AgentStart, AgentStop (background agents),
+PreCompact, PostCompact, WorktreeCreate, WorktreeRemove. Matchers apply to the tool
+events (PreToolUse, PostToolUse, PermissionRequest); elsewhere a hook always runs.
+
+A hook gets one JSON object on stdin: ``hook_event_name``, ``session_id``, ``cwd``,
+``agent_id`` and the point's own fields (``tool_name``, ``tool_input``,
+``tool_response``, ``prompt``, ``stop_hook_active``, ...). It answers with its exit code
+and, optionally, a JSON object on stdout:
+
+- exit 0: go on. A JSON answer may hold ``decision: "block"`` with ``reason`` (the call,
+  prompt or stop is refused and the reason goes to the model), ``additional_context``
+  (text given to the model), ``updated_input`` (PreToolUse: the tool input to use
+  instead). Plain text on stdout is added context for SessionStart and UserPromptSubmit.
+- exit 2: block; stderr is the reason.
+- any other exit, a timeout, or a hook that cannot start: an error, logged, that blocks
+  nothing.
+
+Hooks run one after another in configuration order (the person's first), in the sandbox
+with the workspace's permissions (``bwrap_argv``), stdin the JSON, the working directory the
+workspace. A project hook runs only while the project files it depends on still hold the
+content the person trusted (``verify_project``); every run, or refusal to run, is reported
+to ``on_ran`` (the session logs it as ``hook_ran``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .tools.base import SandboxPolicy
+
+__all__ = ["EVENTS", "TOOL_EVENTS", "HookOutcome", "HookResult", "HookSpec", "Hooks", "parse_hooks"]
+
+EVENTS = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest",
+          "Stop", "AgentStart", "AgentStop", "PreCompact", "PostCompact", "WorktreeCreate", "WorktreeRemove")
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PermissionRequest"})
+_TEXT_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
+DEFAULT_TIMEOUT_S = 60.0
+MAX_TIMEOUT_S = 600.0
+MAX_CAPTURE_BYTES = 64 * 1024
+MAX_REASON_CHARS = 4000
+_DEFAULT_SANDBOX = SandboxPolicy()
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """One configured hook.
+
+    Attributes:
+        event: one of ``EVENTS``.
+        command: a shell command line (``/bin/sh -c``), run in the workspace.
+        matcher: tool-name globs joined by ``|``; ``""`` matches everything.
+        timeout_s: seconds before its process group is killed.
+        source: ``user`` or ``project``.
+        origin: the file it was configured in.
+        sandbox: run in the sandbox (always for project hooks).
+    """
+
+    event: str
+    command: str
+    matcher: str = ""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    source: str = "user"
+    origin: str = ""
+    sandbox: bool = True
+
+    def matches(self, tool: str | None) -> bool:
+        if self.event not in TOOL_EVENTS or self.matcher.strip() in ("", "*") or tool is None:
+            return True
+        return any(fnmatch.fnmatchcase(tool, pat.strip()) for pat in self.matcher.split("|") if pat.strip())
+
+
+def parse_hooks(table: object, *, source: str, origin: str) -> list[HookSpec]:
+    """The hooks of a config file's ``hooks`` table.
+
+    Raises:
+        ConfigError: an unknown lifecycle point, a hook without ``command``, a bad
+            ``timeout_s`` or an unknown key; the message names the file and the place.
+    """
+    if table is None:
+        return []
+    if not isinstance(table, dict):
+        raise ConfigError(f"{origin}: `hooks` must be a table of lists, like [[hooks.PreToolUse]]")
+    out: list[HookSpec] = []
+    for event, entries in table.items():
+        if event not in EVENTS:
+            raise ConfigError(f"{origin}: unknown hook point {event!r}; use one of {', '.join(EVENTS)}")
+        if not isinstance(entries, list):
+            raise ConfigError(f"{origin}: hooks.{event} must be a list of tables, written [[hooks.{event}]]")
+        for n, entry in enumerate(entries):
+            where = f"{origin}: hooks.{event}[{n}]"
+            if not isinstance(entry, dict):
+                raise ConfigError(f"{where} must be a table with `command`")
+            unknown = sorted(set(entry) - {"command", "matcher", "timeout_s", "sandbox"})
+            if unknown:
+                raise ConfigError(f"{where} has unknown key {unknown[0]!r}; use command, matcher, timeout_s, sandbox")
+            command, matcher = entry.get("command"), entry.get("matcher", "")
+            if not isinstance(command, str) or not command.strip():
+                raise ConfigError(f'{where} needs `command = "..."` (a shell command line)')
+            if not isinstance(matcher, str):
+                raise ConfigError(f'{where}: matcher must be a string like "bash|edit_file"')
+            timeout = entry.get("timeout_s", DEFAULT_TIMEOUT_S)
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_TIMEOUT_S:
+                raise ConfigError(f"{where}: timeout_s must be a number of seconds in (0, {MAX_TIMEOUT_S:g}]")
+            sandbox = entry.get("sandbox", True)
+            if not isinstance(sandbox, bool):
+                raise ConfigError(f"{where}: sandbox must be true or false")
+            # A repository never takes its hooks out of the sandbox; only the person can.
+            out.append(HookSpec(event, command, matcher, float(timeout), source, origin, sandbox or source != "user"))
+    return out
+
+
+@dataclass(frozen=True)
+class HookResult:
+    """One hook's run.
+
+    ``decision``: ``allow``, ``block``, ``error`` (failed, blocks nothing), ``timeout``
+    or ``untrusted`` (a project hook whose files changed since trust: not run).
+    """
+
+    hook: HookSpec
+    decision: str
+    reason: str = ""
+    context: str = ""
+    updated_input: dict[str, Any] | None = None
+    exit_status: int | None = None
+    duration_s: float = 0.0
+
+    def fields(self) -> dict[str, Any]:
+        """The ``hook_ran`` event's fields (the hook's output only as its reason and context)."""
+        out: dict[str, Any] = {
+            "hook_event": self.hook.event, "command": self.hook.command, "source": self.hook.source,
+            "matcher": self.hook.matcher, "decision": self.decision, "duration_s": round(self.duration_s, 3),
+            "exit_status": self.exit_status, "sandbox": self.hook.sandbox,
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        if self.context:
+            out["context"] = self.context
+        if self.updated_input is not None:
+            out["updated_input"] = self.updated_input
+        return out
+
+
+@dataclass
+class HookOutcome:
+    """What the hooks of one lifecycle point decided together.
+
+    ``blocked`` with the first blocking ``reason``; ``context`` every hook's added text;
+    ``updated_input`` the tool input after every amendment (``None``: unchanged).
+    """
+
+    blocked: bool = False
+    reason: str = ""
+    context: list[str] = field(default_factory=list)
+    updated_input: dict[str, Any] | None = None
+    results: list[HookResult] = field(default_factory=list)
+
+
+def _answer(event: str, exit_status: int | None, stdout: str, stderr: str) -> tuple[str, str, str, dict[str, Any] | None]:
+    """``(decision, reason, context, updated_input)`` from a finished hook's exit and output."""
+    if exit_status == 2:
+        return "block", (stderr.strip() or "blocked by a hook")[:MAX_REASON_CHARS], "", None
+    if exit_status != 0:
+        return "error", f"exit status {exit_status}: {stderr.strip()[-500:]}", "", None
+    text = stdout.strip()
+    try:
+        answer = json.loads(text) if text.startswith("{") else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        return "allow", "", text[:MAX_REASON_CHARS] if event in _TEXT_CONTEXT_EVENTS else "", None
+    context = answer.get("additional_context")
+    context = context[:MAX_REASON_CHARS] if isinstance(context, str) else ""
+    updated = answer.get("updated_input")
+    updated = updated if isinstance(updated, dict) and event == "PreToolUse" else None
+    if answer.get("decision") == "block":
+        reason = answer.get("reason")
+        return "block", (reason if isinstance(reason, str) and reason else "blocked by a hook")[:MAX_REASON_CHARS], context, None
+    return "allow", "", context, updated
+
+
+class Hooks:
+    """The hooks of a session, and how they run.
+
+    Args:
+        specs: the hooks, the person's first.
+        workspace: the working directory of every hook (absolute).
+        env: the environment (credentials are scrubbed again by the sandbox).
+        sandbox: the workspace's sandbox policy; ``mode="off"`` runs hooks unsandboxed
+            only because the person chose ``--sandbox off``.
+        session_id: sent to each hook.
+        verify_project: says whether the project's hook files still hold the trusted
+            content; a project hook does not run when it says no.
+        on_ran: called with each result (the session logs ``hook_ran``).
+        bwrap: the bubblewrap executable (``None``: not available; sandboxed hooks then fail).
+    """
+
+    def __init__(self, specs: Sequence[HookSpec], *, workspace: Path, env: Mapping[str, str],
+                 sandbox: SandboxPolicy = _DEFAULT_SANDBOX, session_id: str = "",
+                 verify_project: Callable[[], bool] = lambda: False,
+                 on_ran: Callable[[HookResult, str], None] = lambda result, agent: None,
+                 bwrap: str | None = None) -> None:
+        self.specs = list(specs)
+        self.workspace = workspace
+        self.env = dict(env)
+        self.sandbox = sandbox
+        self.session_id = session_id
+        self.verify_project = verify_project
+        self.on_ran = on_ran
+        self.bwrap = bwrap
+
+    def matching(self, event: str, tool: str | None = None) -> list[HookSpec]:
+        return [h for h in self.specs if h.event == event and h.matches(tool)]
+
+    async def run(self, event: str, payload: Mapping[str, Any], *, tool: str | None = None, agent: str = "main") -> HookOutcome:
+        """Run the hooks of ``event`` (for ``tool``), one after another.
+
+        A block stops the rest. Each PreToolUse amendment is what the next hook sees.
+        Never raises for what a hook did.
+        """
+        outcome = HookOutcome()
+        data = {"hook_event_name": event, "session_id": self.session_id, "cwd": str(self.workspace),
+                "agent_id": agent, **payload}
+        for hook in self.matching(event, tool):
+            if outcome.updated_input is not None:
+                data["tool_input"] = outcome.updated_input
+            result = await self._run_one(hook, data)
+            self.on_ran(result, agent)
+            outcome.results.append(result)
+            if result.context:
+                outcome.context.append(result.context)
+            if result.updated_input is not None:
+                outcome.updated_input = result.updated_input
+            if result.decision == "block":
+                outcome.blocked, outcome.reason = True, result.reason
+                break
+        return outcome
+
+    def _argv(self, hook: HookSpec, env: Mapping[str, str]) -> list[str] | None:
+        command = ["/bin/sh", "-c", hook.command]
+        if not hook.sandbox or self.sandbox.mode == "off":
+            return command
+        if self.bwrap is None:
+            return None
+        from .tools.sandbox import bwrap_argv
+
+        return bwrap_argv(self.sandbox, self.workspace, env, command, bwrap=self.bwrap)
+
+    def _env(self, hook: HookSpec) -> dict[str, str]:
+        from .tools.sandbox import scrub_env
+
+        env = scrub_env(self.env)
+        env.update(MUSEC_PROJECT_DIR=str(self.workspace), MUSEC_SESSION_ID=self.session_id, MUSEC_HOOK_EVENT=hook.event)
+        return env
+
+    async def _run_one(self, hook: HookSpec, data: dict[str, Any]) -> HookResult:
+        from .tools.procs import run_process_group
+
+        if hook.source == "project" and not self.verify_project():
+            return HookResult(hook, "untrusted", "the project's hooks changed since you trusted them; not run until trusted again")
+        env = self._env(hook)
+        argv = self._argv(hook, env)
+        if argv is None:
+            return HookResult(hook, "error", "no sandbox (bubblewrap) to run the hook in; install bubblewrap")
+        out, err = bytearray(), bytearray()
+
+        def cap(buf: bytearray) -> Callable[[bytes], None]:
+            def feed(chunk: bytes) -> None:
+                if len(buf) < MAX_CAPTURE_BYTES:
+                    buf.extend(chunk[: MAX_CAPTURE_BYTES - len(buf)])
+            return feed
+
+        started = time.monotonic()
+        try:
+            exit_ = await run_process_group(argv, cwd=self.workspace, env=env, timeout_s=hook.timeout_s,
+                                            sink=cap(out), stderr_sink=cap(err), kill_grace_s=1.0,
+                                            stdin_data=json.dumps(data, ensure_ascii=False).encode())
+        except OSError as exc:
+            return HookResult(hook, "error", f"the hook could not start: {exc.strerror or exc}", duration_s=time.monotonic() - started)
+        duration = time.monotonic() - started
+        if exit_.timed_out:
+            return HookResult(hook, "timeout", f"no answer within {hook.timeout_s:g} s; killed", exit_status=exit_.exit_status,
+                              duration_s=duration)
+        decision, reason, context, updated = _answer(hook.event, exit_.exit_status, out.decode("utf-8", "replace"),
+                                                     err.decode("utf-8", "replace"))
+        return HookResult(hook, decision, reason, context, updated, exit_.exit_status, duration)

@@ -1,0 +1,143 @@
+"""Hooks as real subprocesses in the real bubblewrap sandbox: answers, matchers, timeouts, trust."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from musec.agents.errors import ConfigError
+from musec.agents.hooks import HookResult, Hooks, HookSpec, parse_hooks
+from musec.agents.tools.base import SandboxPolicy
+from musec.agents.trust import check_trust
+
+BWRAP = shutil.which("bwrap")
+pytestmark = pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap (apt-get install bubblewrap)")
+
+BLOCK_RM = """import json, sys
+data = json.load(sys.stdin)
+if data["tool_name"] == "bash" and data["tool_input"]["command"].split()[0] == "rm":
+    print("rm is not allowed here; move files to trash/ instead", file=sys.stderr)
+    sys.exit(2)
+"""
+REWRITE = """import json, sys
+data = json.load(sys.stdin)
+cmd = data["tool_input"]["command"]
+print(json.dumps({"updated_input": {**data["tool_input"], "command": cmd.replace("pytest", "pytest -q")},
+                  "additional_context": "ran with -q"}))
+"""
+
+
+def make_hooks(ws: Path, specs: list[HookSpec], *, verify: bool = True, mode: str = "bwrap") -> tuple[Hooks, list[HookResult]]:
+    ran: list[HookResult] = []
+    hooks = Hooks(specs, workspace=ws, env={"PATH": "/usr/bin:/bin", "GITHUB_TOKEN": "ghp_secretsecret"},
+                  sandbox=SandboxPolicy(mode=mode), session_id="s1", verify_project=lambda: verify,
+                  on_ran=lambda r, agent: ran.append(r), bwrap=BWRAP)
+    return hooks, ran
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    d = (tmp_path / "ws").resolve()
+    (d / ".musec" / "hooks").mkdir(parents=True)
+    (d / ".musec" / "hooks" / "block_rm.py").write_text(BLOCK_RM)
+    (d / ".musec" / "hooks" / "rewrite.py").write_text(REWRITE)
+    return d
+
+
+def py(script: str) -> str:
+    return f"{sys.executable} .musec/hooks/{script}"
+
+
+def test_parse_hooks_and_errors() -> None:
+    specs = parse_hooks({"PreToolUse": [{"command": "x", "matcher": "bash|mcp__gh__*", "timeout_s": 5, "sandbox": False}]},
+                        source="project", origin="p.toml")
+    assert specs == [HookSpec("PreToolUse", "x", "bash|mcp__gh__*", 5.0, "project", "p.toml", True)]
+    assert specs[0].matches("bash") and specs[0].matches("mcp__gh__issue") and not specs[0].matches("read_file")
+    assert parse_hooks({"Stop": [{"command": "y", "sandbox": False}]}, source="user", origin="u")[0].sandbox is False
+    for bad, msg in [({"PreTool": []}, "unknown hook point"), ({"Stop": [{"cmd": "x"}]}, "unknown key"),
+                     ({"Stop": [{"command": ""}]}, "needs `command"), ({"Stop": [{"command": "x", "timeout_s": 0}]}, "timeout_s"),
+                     ({"Stop": {"command": "x"}}, "list of tables")]:
+        with pytest.raises(ConfigError, match=msg):
+            parse_hooks(bad, source="user", origin="u")
+
+
+def test_block_rm_and_rewrite_a_command(ws: Path) -> None:
+    specs = [HookSpec("PreToolUse", py("block_rm.py"), "bash", source="project"),
+             HookSpec("PreToolUse", py("rewrite.py"), "bash", source="project"),
+             HookSpec("PreToolUse", "exit 1", "read_file", source="project")]
+    hooks, ran = make_hooks(ws, specs)
+
+    async def go() -> None:
+        out = await hooks.run("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "rm -rf src"}}, tool="bash")
+        assert out.blocked and out.reason == "rm is not allowed here; move files to trash/ instead"
+        assert [r.decision for r in ran] == ["block"] and ran[0].exit_status == 2
+        out = await hooks.run("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "pytest tests"}}, tool="bash")
+        assert not out.blocked and out.updated_input == {"command": "pytest -q tests"} and out.context == ["ran with -q"]
+        assert [r.decision for r in ran[1:]] == ["allow", "allow"]
+        out = await hooks.run("PreToolUse", {"tool_name": "glob", "tool_input": {}}, tool="glob")
+        assert out.results == []
+
+    anyio.run(go)
+
+
+def test_stdin_payload_env_and_sandbox(ws: Path) -> None:
+    (ws / ".musec" / "hooks" / "dump.sh").write_text(
+        'cat > /tmp/in.json; echo "{\\"additional_context\\": \\"$MUSEC_HOOK_EVENT $GITHUB_TOKEN\\"}";'
+        ' touch /etc/hook-was-here 2>/dev/null && echo escaped >&2; exit 0\n')
+    hooks, ran = make_hooks(ws, [HookSpec("SessionStart", "sh .musec/hooks/dump.sh", source="user")])
+    out = anyio.run(hooks.run, "SessionStart", {"source": "startup"})
+    assert out.context == ["SessionStart "]  # the credential was scrubbed
+    assert ran[0].decision == "allow" and not Path("/etc/hook-was-here").exists()
+
+
+def test_plain_stdout_is_context_at_prompt_time_and_errors_block_nothing(ws: Path) -> None:
+    specs = [HookSpec("UserPromptSubmit", "echo remember the style guide"),
+             HookSpec("UserPromptSubmit", "echo broken >&2; exit 3")]
+    hooks, ran = make_hooks(ws, specs)
+    out = anyio.run(hooks.run, "UserPromptSubmit", {"prompt": "hi"})
+    assert not out.blocked and out.context == ["remember the style guide"]
+    assert ran[1].decision == "error" and "broken" in ran[1].reason
+
+
+def test_timeout_kills_the_hook(ws: Path) -> None:
+    hooks, ran = make_hooks(ws, [HookSpec("Stop", "sleep 30", timeout_s=0.5)])
+    out = anyio.run(hooks.run, "Stop", {"stop_hook_active": False})
+    assert not out.blocked and ran[0].decision == "timeout" and ran[0].duration_s < 20
+
+
+def test_stop_hook_sends_the_agent_back_once(ws: Path) -> None:
+    (ws / ".musec" / "hooks" / "once.py").write_text(
+        "import json, sys\nd = json.load(sys.stdin)\n"
+        "print(json.dumps({} if d['stop_hook_active'] else {'decision': 'block', 'reason': 'run the tests first'}))\n")
+    hooks, _ = make_hooks(ws, [HookSpec("Stop", py("once.py"), source="project")])
+    first = anyio.run(hooks.run, "Stop", {"stop_hook_active": False})
+    second = anyio.run(hooks.run, "Stop", {"stop_hook_active": True})
+    assert (first.blocked, first.reason, second.blocked) == (True, "run the tests first", False)
+
+
+def test_project_hooks_edited_after_trust_do_not_run(ws: Path, tmp_path: Path) -> None:
+    (ws / ".musec" / "config.toml").write_text(f'[[hooks.PreToolUse]]\ncommand = "{py("block_rm.py")}"\n')
+    status = check_trust(ws, tmp_path / "state", trust_now=True)
+    hooks, ran = make_hooks(ws, [HookSpec("PreToolUse", py("block_rm.py"), source="project")])
+    hooks.verify_project = status.still_holds
+    payload = {"tool_name": "bash", "tool_input": {"command": "rm x"}}
+    assert anyio.run(hooks.run, "PreToolUse", payload).blocked
+    (ws / ".musec" / "hooks" / "block_rm.py").write_text("import os; os.system('touch pwned')\n")
+    out = anyio.run(hooks.run, "PreToolUse", payload)
+    assert not out.blocked and ran[-1].decision == "untrusted" and not (ws / "pwned").exists()
+    status = check_trust(ws, tmp_path / "state", trust_now=True)
+    hooks.verify_project = status.still_holds
+    anyio.run(hooks.run, "PreToolUse", payload)
+    assert (ws / "pwned").exists()  # trusted again: it runs, and its writes stay in the workspace
+
+
+def test_result_fields_are_the_event(ws: Path) -> None:
+    hooks, ran = make_hooks(ws, [HookSpec("PostToolUse", 'echo \'{"decision": "block", "reason": "no"}\'', "bash")])
+    anyio.run(lambda: hooks.run("PostToolUse", {"tool_name": "bash"}, tool="bash"))
+    fields = ran[0].fields()
+    assert fields["decision"] == "block" and fields["reason"] == "no" and fields["hook_event"] == "PostToolUse"
+    json.dumps(fields)
