@@ -22,15 +22,12 @@ LONG_MODULE_REASON = "Why over 500 lines:"
 
 LONG_MODULES = {
     "client/cli.py": "being split by job by the client engineer (issue 11 part 4)",
-    "agents/workers/worktrees.py": "the daemon-split engineer is splitting it (issue 11 part 3)",
     "daemon/protocol.py": "owned by the client engineer (issue 11 part 4/5): one module of wire types by design; "
                           "a reason in its docstring, or a split, retires this entry",
     "kernels/kda/chunk.py": "being split into one module per stage by the kernels engineer (issue 11 part 6)",
 }
 LONG_FUNCTIONS = {
     "client/cli.py::build_parser": "the client engineer is splitting cli.py (issue 11 part 4)",
-    "agents/tools/procs.py::run_process_group": "the daemon-split engineer is shrinking it (issue 11 part 3)",
-    "agents/workers/integration.py::apply": "the daemon-split engineer is shrinking it (issue 11 part 3)",
     "kernels/kda/chunk.py::_intra_kernel": "the kernels engineer is splitting chunk.py by stage (issue 11 part 6)",
     "kernels/kda/chunk.py::chunk_kda": "the kernels engineer is splitting chunk.py by stage (issue 11 part 6)",
     "kernels/mla/decode.py::mla_decode": "a Triton kernel body; the kernels engineer owns kernels/ (issue 11 part 6)",

@@ -185,50 +185,17 @@ async def run_process_group(
     Raises:
         OSError: the program could not be started.
     """
-    # Every descendant inherits the child end of this socket pair unless it closes it, so
-    # its end of file says they have all exited, even those that redirected stdout.
-    sentinel, child_end = socket.socketpair()
-    try:
-        process = await anyio.open_process(
-            list(argv),
-            stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if stderr_sink is None else subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-            pass_fds=(child_end.fileno(),),
-        )
-    except BaseException:
-        sentinel.close()
-        raise
-    finally:
-        child_end.close()
-    sentinel.setblocking(False)
+    process, sentinel = await _start(argv, cwd, env, merge_stderr=stderr_sink is None, pipe_stdin=stdin_data is not None)
     timed_out = False
     try:
+        streams = [(process.stdout, sink)]
+        if stderr_sink is not None:
+            streams.append((process.stderr, stderr_sink))
+        eofs = [anyio.Event() for _ in streams]
         async with anyio.create_task_group() as tg:
-            streams = [(process.stdout, sink)]
-            if stderr_sink is not None:
-                streams.append((process.stderr, stderr_sink))
-            eofs = [anyio.Event() for _ in streams]
-
-            async def pump(
-                stream: ByteReceiveStream, feed: Callable[[bytes], object], eof: anyio.Event
-            ) -> None:
-                try:
-                    async for chunk in stream:
-                        if feed(chunk) is False:
-                            _signal_group(process.pid, signal.SIGKILL)
-                            break
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    pass
-                finally:
-                    eof.set()
-
             for (stream, feed), eof in zip(streams, eofs, strict=True):
                 assert stream is not None
-                tg.start_soon(pump, stream, feed, eof)
+                tg.start_soon(_pump, process, stream, feed, eof)
             if stdin_data is not None:
                 tg.start_soon(_feed_stdin, process, stdin_data)
             with anyio.move_on_after(timeout_s) as deadline:
@@ -243,15 +210,66 @@ async def run_process_group(
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                await _terminate_group(process, kill_grace_s)
-            _signal_group(process.pid, signal.SIGKILL)
-            with anyio.move_on_after(DRAIN_TIMEOUT_S):
-                # Processes outside the group (a sandbox's own session) die with their
-                # parent but not at once; the end of file of the pipes says they are gone.
-                for stream in (process.stdout, process.stderr):
-                    await _discard(stream)
-                await _wait_for_eof(sentinel)
-            sentinel.close()
-            await process.aclose()
+            await _clean_up(process, sentinel, kill_grace_s)
     return ProcessExit(exit_status=process.returncode, timed_out=timed_out)
+
+
+async def _start(argv: Sequence[str], cwd: Path | str, env: Mapping[str, str], *,
+                 merge_stderr: bool, pipe_stdin: bool) -> tuple[Process, socket.socket]:
+    """Start ``argv`` in a new session; return it and the sentinel socket whose end of
+    file says every descendant has exited.
+
+    Raises:
+        OSError: the program could not be started.
+    """
+    # Every descendant inherits the child end of this socket pair unless it closes it, so
+    # its end of file says they have all exited, even those that redirected stdout.
+    sentinel, child_end = socket.socketpair()
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE if pipe_stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            pass_fds=(child_end.fileno(),),
+        )
+    except BaseException:
+        sentinel.close()
+        raise
+    finally:
+        child_end.close()
+    sentinel.setblocking(False)
+    return process, sentinel
+
+
+async def _pump(process: Process, stream: ByteReceiveStream, feed: Callable[[bytes], object],
+                eof: anyio.Event) -> None:
+    """Feed ``stream`` to ``feed`` until its end (or ``feed`` returns False: the group is killed)."""
+    try:
+        async for chunk in stream:
+            if feed(chunk) is False:
+                _signal_group(process.pid, signal.SIGKILL)
+                break
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+    finally:
+        eof.set()
+
+
+async def _clean_up(process: Process, sentinel: socket.socket, kill_grace_s: float) -> None:
+    """Kill what is left of the group, wait for every holder of the pipes and the sentinel
+    to go (bounded by ``DRAIN_TIMEOUT_S``), and release the process. Run shielded."""
+    if process.returncode is None:
+        await _terminate_group(process, kill_grace_s)
+    _signal_group(process.pid, signal.SIGKILL)
+    with anyio.move_on_after(DRAIN_TIMEOUT_S):
+        # Processes outside the group (a sandbox's own session) die with their
+        # parent but not at once; the end of file of the pipes says they are gone.
+        for stream in (process.stdout, process.stderr):
+            await _discard(stream)
+        await _wait_for_eof(sentinel)
+    sentinel.close()
+    await process.aclose()

@@ -36,19 +36,17 @@ from .integration import (
     integrate,
     merge_branches,
 )
+from .repo import BaseCommit, prepare_base, uncommitted_paths
 from .testcmd import TestCommand, TestRun, detect_test_command, failing_tests, run_tests
 from .worktrees import (
     INTEGRATION,
-    BaseCommit,
     Removal,
     WorkerState,
     Worktree,
     branch_name,
     commit_all,
     create_worktree,
-    prepare_base,
     remove_worktrees,
-    uncommitted_paths,
     worker_states,
     worktree_path,
 )

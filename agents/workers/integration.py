@@ -36,6 +36,14 @@ from .errors import (
     WorktreeError,
     list_paths,
 )
+from .repo import (
+    BaseCommit,
+    default_signature,
+    open_repository,
+    refuse_busy,
+    uncommitted_paths,
+    working_state_tree,
+)
 from .testcmd import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_TIMEOUT_S,
@@ -44,16 +52,7 @@ from .testcmd import (
     detect_test_command,
     run_tests,
 )
-from .worktrees import (
-    INTEGRATION,
-    BaseCommit,
-    _refuse_busy,
-    create_worktree,
-    default_signature,
-    open_repository,
-    uncommitted_paths,
-    working_state_tree,
-)
+from .worktrees import INTEGRATION, create_worktree
 
 __all__ = [
     "ApplyResult",
@@ -362,7 +361,7 @@ def apply(
         raise UnbornHead(f"{repo.workdir} has no commit yet")
     if repo.head_is_detached:
         raise NotOnBranch("HEAD is detached; check out the branch to apply to, then apply again")
-    _refuse_busy(repo)
+    refuse_busy(repo)
     branch_ref = repo.lookup_reference(repo.head.name)
     branch = repo.head.shorthand
     head = repo.head.target
@@ -371,46 +370,15 @@ def apply(
             f"{branch} is at {str(head)[:12]}, not at {expected_head[:12]} where the workers "
             "started; it moved since (a commit, reset or branch switch). Apply refused; "
             "integrate again from the new HEAD or merge the integration branch yourself",
-            expected=expected_head, actual=str(head),
-        )
+            expected=expected_head, actual=str(head))
     target = _branch_tip(repo, integration_branch)
-    start = head
-    if snapshot is not None:
-        snap = repo[snapshot].peel(pygit2.Commit)
-        if list(snap.parent_ids) != [head]:
-            raise WorktreeError(f"{snapshot[:12]} is not a snapshot made on {str(head)[:12]}")
-        state = working_state_tree(repo)
-        if state != snap.tree.id:
-            paths = _changed_paths(repo, snap.tree.id, state)
-            raise WorktreeDirty(
-                "your working tree changed since musec snapshotted it; apply refused. Changed:\n"
-                + list_paths(paths), paths,
-            )
-        start = snap.id
-    else:
-        paths = list(uncommitted_paths(repo.workdir))
-        if paths:
-            raise WorktreeDirty(
-                "your working tree has uncommitted changes; commit or stash them, then apply "
-                f"again:\n{list_paths(paths)}", paths,
-            )
+    start = _clean_start(repo, head, snapshot)
     if target == start or repo.descendant_of(start, target):
         return ApplyResult(branch, str(head), str(head), "up-to-date")
     if repo.descendant_of(target, start):
         new, how = target, "fast-forward"
     else:
-        index = repo.merge_commits(start, target)
-        if index.conflicts is not None:
-            files = _file_conflicts(repo, index, DEFAULT_MAX_SIDE_CHARS)
-            raise MergeConflict(
-                f"merging {integration_branch} into {branch} conflicts; nothing was changed:\n"
-                + list_paths([f.path for f in files]), files,
-            )
-        sig = signature or default_signature(repo)
-        tree = index.write_tree(repo)
-        new = repo.create_commit(None, sig, sig, f"Merge {integration_branch} into {branch}\n",
-                                 tree, [start, target])
-        how = "merge"
+        new, how = _merge_commit(repo, start, target, integration_branch, branch, signature), "merge"
     if snapshot is not None:
         index = repo.index
         index.read_tree(repo[start].peel(pygit2.Commit).tree)
@@ -424,3 +392,51 @@ def apply(
         ) from exc
     branch_ref.set_target(new, f"musec apply: {how} {integration_branch}")
     return ApplyResult(branch, str(head), str(new), how)
+
+
+def _clean_start(repo: pygit2.Repository, head: pygit2.Oid, snapshot: str | None) -> pygit2.Oid:
+    """The commit ``apply`` starts from: ``head`` with a clean working tree, or the
+    ``snapshot`` of ``head`` when the working tree is still exactly that snapshot.
+
+    Raises:
+        WorktreeError: ``snapshot`` was not made on ``head``.
+        WorktreeDirty: the working tree is not as the fan-out left it; lists the paths.
+    """
+    if snapshot is None:
+        paths = list(uncommitted_paths(repo.workdir))
+        if paths:
+            raise WorktreeDirty(
+                "your working tree has uncommitted changes; commit or stash them, then apply "
+                f"again:\n{list_paths(paths)}", paths,
+            )
+        return head
+    snap = repo[snapshot].peel(pygit2.Commit)
+    if list(snap.parent_ids) != [head]:
+        raise WorktreeError(f"{snapshot[:12]} is not a snapshot made on {str(head)[:12]}")
+    state = working_state_tree(repo)
+    if state != snap.tree.id:
+        paths = _changed_paths(repo, snap.tree.id, state)
+        raise WorktreeDirty(
+            "your working tree changed since musec snapshotted it; apply refused. Changed:\n"
+            + list_paths(paths), paths,
+        )
+    return snap.id
+
+
+def _merge_commit(repo: pygit2.Repository, start: pygit2.Oid, target: pygit2.Oid, integration_branch: str,
+                  branch: str, signature: pygit2.Signature | None) -> pygit2.Oid:
+    """A merge commit of ``target`` into ``start`` (on no branch yet).
+
+    Raises:
+        MergeConflict: the merge conflicts; nothing was changed.
+    """
+    index = repo.merge_commits(start, target)
+    if index.conflicts is not None:
+        files = _file_conflicts(repo, index, DEFAULT_MAX_SIDE_CHARS)
+        raise MergeConflict(
+            f"merging {integration_branch} into {branch} conflicts; nothing was changed:\n"
+            + list_paths([f.path for f in files]), files,
+        )
+    sig = signature or default_signature(repo)
+    tree = index.write_tree(repo)
+    return repo.create_commit(None, sig, sig, f"Merge {integration_branch} into {branch}\n", tree, [start, target])
