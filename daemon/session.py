@@ -338,6 +338,8 @@ class Session:
             turns=self.turns, usage=self.usage, cost_usd=cost, message=message, log_path=str(self.log.path)))
         for sub in list(self.subscribers):
             self.detach(sub)
+        for agent in self.background.values():
+            agent.close()
         self.log.close()
         self.ended.set()
         if self.on_end is not None:

@@ -94,6 +94,11 @@ class BackgroundAgent:
     def restore(self, event: dict[str, Any]) -> None:
         """Fold one event of a log being resumed (the role picks up where it was)."""
 
+    def close(self) -> None:
+        """Close the inbox (the session has ended; nothing more is offered)."""
+        self._send.close()
+        self._inbox.close()
+
 
 def is_workspace_edit(event: dict[str, Any]) -> bool:
     """An edit in the session's workspace (not in a fan-out worker's worktree)."""

@@ -1,0 +1,39 @@
+"""Fixtures for the role tests: an in-memory ``Recorder`` (a real implementation of the
+protocol the roles take, not a stand-in for the session) and both event loops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("asyncio", id="asyncio"),
+        pytest.param(("asyncio", {"use_uvloop": True}), id="uvloop"),
+    ]
+)
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    return request.param
+
+
+class EventList:
+    """A ``Recorder`` that keeps the events in a list, numbered as a log would."""
+
+    def __init__(self, session_id: str = "18f0c0ffee-abc123") -> None:
+        self.id = session_id
+        self.events: list[dict[str, Any]] = []
+
+    def record(self, type: str, *, agent: str = "main", sync: bool = False, **fields: Any) -> dict[str, Any]:
+        event = {"seq": len(self.events), "agent": agent, "type": type, **fields}
+        self.events.append(event)
+        return event
+
+    def of_type(self, type: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == type]
+
+
+@pytest.fixture
+def recorder() -> EventList:
+    return EventList()

@@ -1,0 +1,127 @@
+"""The background roles in-process: each takes a Recorder and the blackboard, never a
+session, so they are driven here with an in-memory recorder and real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from musec.agents.blackboard import Blackboard
+from musec.agents.roles import ROLES, BackgroundAgent, Reviewer, Scout, Verifier, make_roles
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def closing() -> Any:
+    """Close every role a test made (their inboxes are memory streams)."""
+    made: list[BackgroundAgent] = []
+    yield made.append
+    for role in made:
+        role.close()
+
+
+def _edit(path: str, added: list[str], agent: str = "main") -> dict[str, Any]:
+    diff = f"--- a/{path}\n+++ b/{path}\n@@ -1 +1,{len(added)} @@\n" + "".join(f"+{line}\n" for line in added)
+    return {"type": "file_edited", "agent": agent, "path": path, "diff": diff}
+
+
+async def test_reviewer_finds_what_the_turn_added_and_only_once(recorder, closing, tmp_path: Path) -> None:
+    board = Blackboard()
+    reviewer = Reviewer(recorder, board, tmp_path)
+    closing(reviewer)
+    reviewer.notify({"type": "user_message", "agent": "main", "text": "fix it"})
+    reviewer.notify(_edit("app.py", ["x = 1  # TODO tidy", "breakpoint()", "y = 2"]))
+    reviewer.notify(_edit("other.py", ["# TODO in a worker's tree"], agent="worker:a"))  # not the main agent's
+    findings = await reviewer.review()
+    assert findings == ["app.py: a new TODO/FIXME: `x = 1  # TODO tidy`", "app.py: a debugger call left in: `breakpoint()`"]
+    [review] = recorder.of_type("review")
+    assert review["agent"] == "reviewer" and review["edits"] == 1 and review["findings"] == findings
+    assert await reviewer.review() == []  # nothing new since
+    assert len(recorder.of_type("review")) == 1
+
+    board.facts["test_status"] = {"passed": False, "failing": ["tests/test_app.py::test_x"]}
+    reviewer.notify(_edit("app.py", ["z = 3"]))
+    assert await reviewer.review() == ["the verifier's last test run fails: tests/test_app.py::test_x"]
+    reviewer.notify({"type": "user_message", "agent": "main", "text": "next task"})  # a new task starts clean
+    assert reviewer.diffs == [] and await reviewer.review() == []
+
+
+async def test_scout_maps_the_repository_and_answers_from_the_map(recorder, closing, tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "widgets.py").write_text("class Widget:\n    pass\n\n\nasync def find_widget(name):\n    return name\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_widgets.py").write_text("def test_find():\n    pass\n")
+    (tmp_path / "README.md").write_text("widgets\n")
+    board = Blackboard()
+    scout = Scout(recorder, board, tmp_path)
+    closing(scout)
+    assert (await scout.answer("where?")).startswith("scout: the repository map is not ready yet")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(scout.supervise)
+        with anyio.fail_after(30):
+            await scout.ready.wait()
+        tg.cancel_scope.cancel()
+    [repo_map] = recorder.of_type("repo_map")
+    assert repo_map["agent"] == "scout" and repo_map["files"] == 3 and repo_map["python_symbols"] == 3
+    assert repo_map["test_files"] == ["tests/test_widgets.py"]
+    answer = await scout.answer("Where is find_widget defined?")
+    assert "pkg/widgets.py: async def find_widget" not in answer  # the map keeps ``def``/``class`` and the name
+    assert "pkg/widgets.py: def find_widget" in answer and "tests in: tests/test_widgets.py" in answer
+    assert board.disk_reads == 2  # its reads went through the blackboard, to share with the other agents
+
+
+async def test_verifier_picks_up_from_the_log_of_a_resumed_session(recorder, closing, tmp_path: Path) -> None:
+    verifier = Verifier(recorder, Blackboard(), tmp_path)
+    closing(verifier)
+    assert (await verifier.answer("status?")) == "verifier: no test run yet (starting)"
+    verifier.restore({"type": "test_run", "agent": "verifier", "passed": False, "failing_tests": ["t::a", "t::b"]})
+    assert verifier.known_failing == {"t::a", "t::b"} and not verifier.pending_edit
+    verifier.restore(_edit("app.py", ["x"], agent="worker:w"))  # in a worktree: not the workspace
+    assert not verifier.pending_edit
+    verifier.restore(_edit("app.py", ["x"]))  # the daemon stopped before the run after this edit
+    assert verifier.pending_edit
+    assert await verifier.answer("status?") == "verifier: the last test run failed:\n  t::a\n  t::b"
+
+
+async def test_a_failing_role_is_reported_and_restarted(recorder, closing, tmp_path: Path) -> None:
+    class Flaky(BackgroundAgent):
+        role = "flaky"
+        runs = 0
+
+        async def run(self) -> None:
+            self.runs += 1
+            if self.runs == 1:
+                raise RuntimeError("boom")
+            self.ready.set()
+
+    role = Flaky(recorder, None, tmp_path)
+    closing(role)
+    with anyio.fail_after(30):
+        await role.supervise()
+    assert role.runs == 2 and role.ready.is_set()
+    [failed] = recorder.of_type("agent_failed")
+    assert failed == {"seq": 0, "agent": "flaky", "type": "agent_failed", "role": "flaky",
+                      "error": "RuntimeError: boom", "retry_in_s": 1.0}
+
+
+async def test_a_full_inbox_is_noted_not_blocking(recorder, closing, tmp_path: Path) -> None:
+    from musec.agents.roles.base import INBOX_EVENTS
+
+    verifier = Verifier(recorder, None, tmp_path)
+    closing(verifier)
+    for n in range(INBOX_EVENTS + 5):
+        verifier.notify({"type": "tool_started", "agent": "main", "n": n})
+    assert verifier.overflowed
+    verifier.notify({"type": "test_run", "agent": "verifier"})  # its own events never come back to it
+
+
+def test_make_roles_builds_each_named_role_on_the_recorder(recorder, closing, tmp_path: Path) -> None:
+    roles = make_roles(recorder, None, tmp_path, list(ROLES), wrap=None)
+    for role in roles.values():
+        closing(role)
+    assert list(roles) == list(ROLES)
+    assert [type(r) for r in roles.values()] == [Verifier, Scout, Reviewer]
+    assert all(r.recorder is recorder and r.agent_id == name for name, r in roles.items())
