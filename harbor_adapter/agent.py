@@ -1,0 +1,303 @@
+"""``MusecAgent``: musec as a Harbor installed agent.
+
+Setup installs musec into the task environment from the wheel of the version Harbor is
+running (built once per Harbor process from an editable checkout, or ``musec==VERSION``
+from the package index otherwise; ``--ak wheel=PATH`` gives a wheel, ``--ak
+wheelhouse=DIR`` a folder of wheels for environments without a package index). It needs a
+Python >= 3.11 in the environment, or ``uv`` (or the network to fetch it) to get one.
+
+The run is ``musec run --model M --approval auto --output-format stream-json`` with the
+instruction on stdin, in the task's working directory, with musec's whole state
+(``MUSEC_HOME``) under ``/logs/agent/musec-home``, so Harbor brings the session's event log
+back with the agent's logs. Afterwards the log becomes ``trajectory.json`` (ATIF) and the
+trial's tokens and cost are musec's own accounting, the ``musec cost --json`` of the
+session (saved as ``musec-cost.json``).
+
+Models: any musec model id (``anthropic/...``, ``openai/...``, ``openai-compat/...``,
+catalog aliases) or ``scripted:PATH``; in a scripted path ``{task}`` becomes the task's
+name, and the file is uploaded into the environment. Provider credentials and endpoints
+(``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``OPENAI_*``, ``AZURE_OPENAI_*``) are taken
+from Harbor's process environment and from ``--ae KEY=VALUE``; Harbor's own routing flags
+(``--base-url``, ``--api-key-name``) are not supported: set the variables instead.
+
+Agent kwargs (``--ak``): ``sandbox`` (musec's command sandbox inside the environment,
+``off`` by default because the task environment is the sandbox; ``bwrap`` also isolates
+musec's commands, with their network off), ``agents`` (background roles, default musec's),
+``max_turns``, ``budget_usd``, ``wheel``, ``wheelhouse``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harbor.agents.capabilities import AgentCapabilities
+from harbor.agents.installed.base import (
+    BaseInstalledAgent,
+    NonZeroAgentExitCodeError,
+    UnknownApiError,
+)
+from harbor.agents.options import InstalledAgentOptions
+from harbor.environments.base import BaseEnvironment
+from harbor.models.agent.context import AgentContext, ModelUsage
+from pydantic import Field
+
+from .atif import read_events, trajectory_from_events, usage_totals
+
+AGENT_ROOT = "/installed-agent/musec"
+MUSEC_HOME = "/logs/agent/musec-home"
+CREDENTIAL_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                   "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_VERSION")
+# musec run's exit codes (DESIGN §3) that mean the agent ran to an end Harbor should grade.
+GRADABLE_EXITS = {0: "finished", 1: "goal unmet or error reported", 4: "budget or turn limit"}
+PROVIDER_EXIT = 5
+
+
+class MusecOptions(InstalledAgentOptions):
+    """``--ak`` options of ``MusecAgent``."""
+
+    sandbox: str = Field(default="off", description="musec's command sandbox inside the environment: off, bwrap or auto.")
+    agents: str | None = Field(default=None, description="background roles (comma-separated, or none); default musec's.")
+    max_turns: int = Field(default=100, description="model turns for the task.")
+    budget_usd: float | None = Field(default=None, description="stop when the session has cost this much.")
+    wheel: str | None = Field(default=None, description="the musec wheel to install (default: built from this musec).")
+    wheelhouse: str | None = Field(default=None, description="a folder of wheels: install offline from it.")
+
+
+class MusecAgent(BaseInstalledAgent):
+    """musec, installed into the task environment and run headless (``musec run``)."""
+
+    capabilities = AgentCapabilities(atif=True)
+    options_model = MusecOptions
+    _wheel_cache: ClassVar[dict[str, Path]] = {}
+    _wheel_lock: ClassVar[asyncio.Lock | None] = None
+
+    @staticmethod
+    def name() -> str:
+        return "musec"
+
+    def version(self) -> str | None:
+        return self._version or _musec_version()
+
+    def get_version_command(self) -> str | None:
+        return f"{AGENT_ROOT}/bin/musec --version"
+
+    def parse_version(self, stdout: str) -> str:
+        return stdout.strip().removeprefix("musec").strip()
+
+    @property
+    def _opts(self) -> MusecOptions:
+        assert isinstance(self.options, MusecOptions)
+        return self.options
+
+    # --- install ----------------------------------------------------------------------
+
+    async def install(self, environment: BaseEnvironment) -> None:
+        opts = self._opts
+        await self.exec_as_root(environment, f"mkdir -p {AGENT_ROOT}")
+        if opts.wheelhouse:
+            await environment.upload_dir(opts.wheelhouse, "/installed-agent/wheelhouse")
+        wheel = Path(opts.wheel) if opts.wheel else await self._local_wheel()
+        if wheel is not None:
+            await environment.upload_file(wheel, f"/installed-agent/{wheel.name}")
+            spec = f"/installed-agent/{wheel.name}"
+        else:
+            spec = f"musec=={_musec_version()}"
+        index = "--no-index --find-links /installed-agent/wheelhouse" if opts.wheelhouse else ""
+        await self.exec_as_root(environment, _install_script(spec, index), timeout_sec=900)
+
+    async def _local_wheel(self) -> Path | None:
+        """The wheel of the running musec, built once per process from its editable checkout
+        (``None`` when musec was installed from a package: the index has that version)."""
+        source = _editable_source()
+        if source is None:
+            return None
+        if MusecAgent._wheel_lock is None:
+            MusecAgent._wheel_lock = asyncio.Lock()
+        async with MusecAgent._wheel_lock:
+            if str(source) not in MusecAgent._wheel_cache:
+                MusecAgent._wheel_cache[str(source)] = await asyncio.to_thread(_build_wheel, source)
+        return MusecAgent._wheel_cache[str(source)]
+
+    # --- run --------------------------------------------------------------------------
+
+    def _model_for(self, environment: BaseEnvironment) -> tuple[str, Path | None]:
+        model = self.model_name or os.environ.get("MUSEC_MODEL") or ""
+        if not model:
+            raise ValueError("give the model: harbor run --model PROVIDER/MODEL (or scripted:PATH)")
+        if not model.startswith("scripted:"):
+            return model, None
+        path = Path(model.removeprefix("scripted:").replace("{task}", environment.environment_name)).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"scripted model file {path} does not exist")
+        return "scripted:/installed-agent/model.json", path
+
+    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+        opts = self._opts
+        model, script = self._model_for(environment)
+        with tempfile.TemporaryDirectory(prefix="musec-harbor-") as tmp:
+            (Path(tmp) / "instruction.md").write_text(self.render_instruction(instruction), encoding="utf-8")
+            await environment.upload_file(Path(tmp) / "instruction.md", "/installed-agent/instruction.md")
+        if script is not None:
+            await environment.upload_file(script, "/installed-agent/model.json")
+        env = {k: v for k in CREDENTIAL_VARS if (v := os.environ.get(k))}
+        env.update(MUSEC_HOME=MUSEC_HOME, MUSEC_SOCKET="/tmp/musec-harbor/musecd.sock", NO_COLOR="1")
+        if opts.agents is not None:
+            env["MUSEC_AGENTS"] = opts.agents
+        flags = [f"--model {shlex.quote(model)}", "--approval auto", "--output-format stream-json",
+                 f"--sandbox {shlex.quote(opts.sandbox)}", f"--max-turns {int(opts.max_turns)}"]
+        if opts.budget_usd:
+            flags.append(f"--budget-usd {float(opts.budget_usd)}")
+        result = await environment.exec(_run_script(" ".join(flags)), env=env)
+        code = result.return_code
+        if code in GRADABLE_EXITS:
+            return
+        detail = (f"musec run exited {code}: "
+                  f"{self._truncate_output(_tail(self.logs_dir / 'musec-stderr.txt') or result.stderr or result.stdout)}")
+        if code == PROVIDER_EXIT:
+            raise UnknownApiError(detail)
+        raise NonZeroAgentExitCodeError(detail)
+
+    # --- after the run ----------------------------------------------------------------
+
+    def populate_context_post_run(self, context: AgentContext) -> None:
+        """Fill the trial's tokens and cost from ``musec cost`` and write ``trajectory.json``."""
+        summary = _last_json_line(self.logs_dir / "musec-stream.jsonl")
+        session_id = str(summary.get("session_id") or "")
+        log = self.logs_dir / "musec-home" / "state" / "sessions" / f"{session_id}.jsonl"
+        if not session_id or not log.is_file():
+            self.logger.warning(f"no musec session log under {self.logs_dir}; no trajectory")
+            return
+        events = read_events(log)
+        totals = usage_totals(events)
+        cost = _read_json(self.logs_dir / "musec-cost.json")
+        if cost.get("rows") is not None:  # musec's own report wins over our sum (they agree)
+            rows = cost["rows"]
+            context.n_input_tokens = sum(r["input_tokens"] + r["cache_read_tokens"] + r["cache_write_tokens"] for r in rows)
+            context.n_cache_tokens = sum(r["cache_read_tokens"] for r in rows)
+            context.n_output_tokens = sum(r["output_tokens"] for r in rows)
+            context.cost_usd = float(cost.get("total_usd", 0.0))
+        else:
+            context.n_input_tokens, context.n_cache_tokens = totals["n_input_tokens"], totals["n_cache_tokens"]
+            context.n_output_tokens, context.cost_usd = totals["n_output_tokens"], totals["cost_usd"]
+        context.model_usage = {m: ModelUsage(**u) for m, u in totals["by_model"].items()}
+        context.metadata = {"musec_session_id": session_id, "exit_reason": summary.get("exit_reason"),
+                            "exit_code": summary.get("exit_code"), "turns": summary.get("turns"),
+                            "model_calls": totals["calls"]}
+        try:
+            trajectory = trajectory_from_events(events, agent_version=self.version() or "unknown",
+                                                model_name=self.model_name)
+        except ValueError as exc:
+            self.logger.warning(f"no trajectory: {exc}")
+            return
+        (self.logs_dir / "trajectory.json").write_text(json.dumps(trajectory.to_json_dict(), indent=2,
+                                                                  ensure_ascii=False))
+
+
+# --- helpers (module level: they need no agent) ------------------------------------------
+
+
+def _musec_version() -> str:
+    from importlib.metadata import version
+
+    return version("musec")
+
+
+def _editable_source() -> Path | None:
+    """The checkout an editable ``pip install -e`` of musec points to, else ``None``."""
+    from importlib.metadata import distribution
+
+    text = distribution("musec").read_text("direct_url.json") or "{}"
+    info = json.loads(text)
+    if not (info.get("dir_info") or {}).get("editable") or not str(info.get("url", "")).startswith("file://"):
+        return None
+    return Path(info["url"].removeprefix("file://"))
+
+
+def _build_wheel(source: Path) -> Path:
+    out = Path(tempfile.mkdtemp(prefix="musec-wheel-"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
+                          capture_output=True, text=True, timeout=600)
+    wheels = sorted(out.glob("musec-*.whl"))
+    if proc.returncode != 0 or not wheels:
+        raise RuntimeError(f"could not build the musec wheel from {source}: {proc.stderr.strip()[-500:]}")
+    return wheels[0]
+
+
+def _install_script(spec: str, index: str) -> str:
+    """Shell: a Python >= 3.11 (or uv's), a venv at AGENT_ROOT, musec installed into it."""
+    return f"""
+set -e
+py=""
+for c in python3.13 python3.12 python3.11 python3; do
+  if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    py="$c"; break
+  fi
+done
+if [ -n "$py" ]; then
+  "$py" -m venv {AGENT_ROOT}
+  {AGENT_ROOT}/bin/python -m pip install -q --disable-pip-version-check {index} {shlex.quote(spec)}
+else
+  if ! command -v uv >/dev/null 2>&1; then
+    curl -LsSf https://astral.sh/uv/install.sh | env UV_INSTALL_DIR=/installed-agent/uv sh
+    export PATH="/installed-agent/uv:$PATH"
+  fi
+  uv venv -q --python 3.12 {AGENT_ROOT}
+  uv pip install -q --python {AGENT_ROOT}/bin/python {index} {shlex.quote(spec)}
+fi
+{AGENT_ROOT}/bin/musec --version
+"""
+
+
+def _run_script(flags: str) -> str:
+    """Shell: musec run, then its cost report, then the daemon stopped; exit as musec run did."""
+    logs = "/logs/agent"
+    py = f"{AGENT_ROOT}/bin/python"
+    return f"""
+M={AGENT_ROOT}/bin/musec
+mkdir -p "$MUSEC_HOME" /tmp/musec-harbor
+"$M" run {flags} - < /installed-agent/instruction.md > {logs}/musec-stream.jsonl 2> {logs}/musec-stderr.txt
+rc=$?
+sid=$(tail -n 1 {logs}/musec-stream.jsonl 2>/dev/null | {py} -c 'import json, sys; print(json.load(sys.stdin).get("session_id", ""))' 2>/dev/null)
+if [ -n "$sid" ]; then "$M" cost "$sid" --json > {logs}/musec-cost.json 2>> {logs}/musec-stderr.txt; fi
+"$M" daemon stop > /dev/null 2>&1
+echo "$rc" > {logs}/musec-exit-code.txt
+exit $rc
+"""
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _last_json_line(path: Path) -> dict[str, Any]:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return {}
+    for line in reversed(lines):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and data.get("type") == "result":
+            return data
+    return {}
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return ""
