@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="fix a bundled example's failing test with the scripted model")
     demo.add_argument("--keep", action="store_true", help="keep the example's copy")
 
+    from .evaluate import add_parser as add_eval_parser
+
+    add_eval_parser(sub)
     interactive = sub.add_parser("chat", help="interactive session (the default with no command)")
     session_opts(interactive, "ask")
     return parser
@@ -168,6 +171,10 @@ def dispatch(args: argparse.Namespace) -> int:
             from .demo import cmd_demo
 
             return cmd_demo(args)
+        case "eval":
+            from .evaluate import cmd_eval
+
+            return cmd_eval(args)
         case "chat" | None:
             from .interactive import cmd_interactive
 

@@ -241,9 +241,12 @@ for c in python3.13 python3.12 python3.11 python3; do
     py="$c"; break
   fi
 done
-if [ -n "$py" ]; then
-  "$py" -m venv {AGENT_ROOT}
-  {AGENT_ROOT}/bin/python -m pip install -q --disable-pip-version-check {index} {shlex.quote(spec)}
+pipflags="-q --no-compile --disable-pip-version-check {index} {shlex.quote(spec)}"
+if [ -n "$py" ] && "$py" -m venv --without-pip {AGENT_ROOT} && "$py" -m pip --python {AGENT_ROOT}/bin/python install $pipflags; then
+  :  # the fast way: the system's pip installs into a venv made without its own pip
+elif [ -n "$py" ]; then
+  rm -rf {AGENT_ROOT} && "$py" -m venv {AGENT_ROOT}
+  {AGENT_ROOT}/bin/python -m pip install $pipflags
 else
   if ! command -v uv >/dev/null 2>&1; then
     curl -LsSf https://astral.sh/uv/install.sh | env UV_INSTALL_DIR=/installed-agent/uv sh

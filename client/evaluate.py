@@ -1,0 +1,195 @@
+"""``musec eval``: run Harbor with musec as the agent, then print the job's table.
+
+Harbor (PyPI ``harbor``, pinned to ``HARBOR_VERSION``) needs Python >= 3.12 and about
+470 MB, so it lives in a virtual environment of its own, never in musec's: ``--harbor-venv``,
+else ``$MUSEC_HARBOR_VENV``, else ``harbor-venv`` under musec's state directory. When that
+venv is missing it is created with the first Python >= 3.12 found (this one, ``python3.1x``
+on PATH, or pyenv's), and ``musec[eval]`` of this very version is installed into it (from
+this checkout when musec is an editable install). Harbor then runs as a subprocess:
+``harbor run --agent musec.harbor.agent:MusecAgent --env ...``; nothing of Harbor is
+imported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from musec.daemon import protocol as p
+
+from . import exitcodes
+from .errors import UsageError
+
+HARBOR_VERSION = "0.26.0"
+AGENT = "musec.harbor.agent:MusecAgent"
+ENVS = {"bwrap": "musec.harbor.environment:BwrapEnvironment"}
+HARBOR_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``musec eval`` on the client's subcommand parser."""
+    ev = sub.add_parser("eval", help="evaluate musec on Harbor tasks (Terminal-Bench style); `eval report JOB`",
+                        description="musec eval PATH|DATASET --model M [-k N] [-n N] [--env E]  |  musec eval report JOB")
+    ev.add_argument("target", help="a task folder or task set (PATH), a Harbor dataset (NAME@VERSION), or `report`")
+    ev.add_argument("job", nargs="?", default=None, help="with `report`: the job folder")
+    ev.add_argument("--model", default=None, help="the model (musec model id or scripted:PATH; {task} is the task's name)")
+    ev.add_argument("-k", "--attempts", type=int, default=1, help="attempts per task (default 1)")
+    ev.add_argument("-n", "--concurrent", type=int, default=2, help="trials run at once (default 2)")
+    ev.add_argument("--env", default="bwrap", help="bwrap (default), docker, daytona, modal, e2b, ... or module:Class")
+    ev.add_argument("--jobs-dir", default="jobs", help="where Harbor writes jobs (default ./jobs)")
+    ev.add_argument("--job-name", default=None)
+    ev.add_argument("--ak", action="append", default=[], metavar="KEY=VALUE", help="MusecAgent option (repeatable)")
+    ev.add_argument("--ae", action="append", default=[], metavar="KEY=VALUE", help="agent environment variable")
+    ev.add_argument("--compare", default=None, metavar="AGENT",
+                    help="also run this Harbor agent (e.g. mini-swe-agent, claude-code) on the same tasks and model")
+    ev.add_argument("--harbor-venv", default=None, help="Harbor's virtual environment (default: $MUSEC_HARBOR_VENV)")
+    ev.add_argument("--min-pass-rate", type=float, default=None, help="exit 1 when the pass rate is lower")
+    ev.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    ev.add_argument("--plot", default=None, metavar="PNG", help="with report: where to write the plot")
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from . import evalreport
+
+    if args.target == "report":
+        if not args.job:
+            raise UsageError("usage: musec eval report JOB")
+        try:
+            report = evalreport.load(Path(args.job))
+        except evalreport.JobNotFound as exc:
+            raise UsageError(str(exc)) from None
+        _print(report, args.json)
+        _write_plot(report, Path(args.plot) if args.plot else Path(args.job) / "musec-eval.png")
+        return exitcodes.OK
+    if not args.model:
+        raise UsageError("give the model: musec eval PATH --model PROVIDER/MODEL (or scripted:PATH)")
+    if args.attempts < 1 or args.concurrent < 1:
+        raise UsageError("-k and -n must be at least 1")
+    venv = ensure_venv(harbor_venv_path(args.harbor_venv))
+    jobs_dir = Path(args.jobs_dir).resolve()
+    name = args.job_name or time.strftime("musec-%Y%m%d-%H%M%S")
+    code = run_harbor(venv, args, AGENT, jobs_dir, name)
+    try:
+        report = evalreport.load(jobs_dir / name)
+    except evalreport.JobNotFound as exc:
+        print(f"musec: harbor exited {code} and wrote no results ({exc})", file=sys.stderr)
+        return exitcodes.GOAL_UNMET
+    _print(report, args.json)
+    if args.compare:
+        print()
+        run_harbor(venv, args, args.compare, jobs_dir, name + "-" + args.compare.replace(":", "_").replace("/", "_"))
+        try:
+            _print(evalreport.load(jobs_dir / (name + "-" + args.compare.replace(":", "_").replace("/", "_"))), args.json)
+        except evalreport.JobNotFound as exc:
+            print(f"musec: the {args.compare} run wrote no results ({exc})", file=sys.stderr)
+    if args.min_pass_rate is not None and not report.as_dict()["pass_rate"] >= args.min_pass_rate:
+        return exitcodes.GOAL_UNMET
+    return exitcodes.OK
+
+
+def _print(report, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report.as_dict(), allow_nan=True))
+    else:
+        print(report)
+
+
+def _write_plot(report, out: Path) -> None:
+    from . import evalreport
+
+    try:
+        evalreport.plot(report, out)
+    except ImportError:
+        print("musec: no plot: matplotlib is not installed (pip install 'musec[eval]')", file=sys.stderr)
+        return
+    print(f"plot: {out}", file=sys.stderr)
+
+
+# --- the Harbor venv and run -----------------------------------------------------------
+
+
+def harbor_venv_path(given: str | None) -> Path:
+    path = given or os.environ.get("MUSEC_HARBOR_VENV") or str(p.state_home() / "harbor-venv")
+    return Path(path).expanduser().resolve()
+
+
+def find_python312() -> str | None:
+    """A Python >= 3.12 interpreter: this one, ``python3.1x`` on PATH, or pyenv's; else None."""
+    if sys.version_info >= (3, 12):
+        return sys.executable
+    for name in ("python3.14", "python3.13", "python3.12"):
+        if found := shutil.which(name):
+            return found
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for candidate in sorted(root.glob("3.1[2-9]*/bin/python"), reverse=True):
+        return str(candidate)
+    return None
+
+
+def _musec_spec() -> str:
+    """What to pip-install for ``musec[eval]``: this checkout (editable) or this version."""
+    from importlib.metadata import distribution
+
+    dist = distribution("musec")
+    info = json.loads(dist.read_text("direct_url.json") or "{}")
+    if (info.get("dir_info") or {}).get("editable") and str(info.get("url", "")).startswith("file://"):
+        return "-e " + info["url"].removeprefix("file://") + "[eval]"
+    return f"musec[eval]=={dist.version}"
+
+
+def ensure_venv(venv: Path) -> Path:
+    """Harbor's venv, created and filled when missing (minutes: Harbor is ~470 MB).
+
+    Raises:
+        UsageError: no Python >= 3.12 to create it with, or the install failed.
+    """
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import musec.harbor.agent, harbor"]
+    if python.exists() and subprocess.run(probe, capture_output=True, env=_env()).returncode == 0:
+        return venv
+    if not python.exists():
+        base = find_python312()
+        if base is None:
+            raise UsageError(f"Harbor needs Python >= 3.12 and none was found; install one (e.g. `pyenv install 3.12`) "
+                             f"or give a venv with Harbor {HARBOR_VERSION} and musec[eval] (--harbor-venv)")
+        print(f"musec: creating Harbor's venv at {venv} (Harbor {HARBOR_VERSION}, about 470 MB)", file=sys.stderr)
+        subprocess.run([base, "-m", "venv", str(venv)], check=True)
+    spec = _musec_spec().split(" ")
+    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", *spec, f"harbor=={HARBOR_VERSION}"], env=_env())
+    if proc.returncode != 0 or subprocess.run(probe, capture_output=True, env=_env()).returncode != 0:
+        raise UsageError(f"could not install Harbor {HARBOR_VERSION} and musec into {venv}; see pip's output above")
+    return venv
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, **HARBOR_ENV}
+
+
+def harbor_argv(venv: Path, args: argparse.Namespace, agent: str, jobs_dir: Path, name: str) -> list[str]:
+    """The ``harbor run`` command line for one job."""
+    target = Path(args.target)
+    model = args.model
+    if model.startswith("scripted:"):
+        model = "scripted:" + str(Path(model.removeprefix("scripted:")).expanduser().absolute())
+    argv = [str(venv / "bin" / "harbor"), "run", "--yes", "--quiet",
+            *(["--path", str(target.resolve())] if target.exists() else ["--dataset", args.target]),
+            "--agent", agent, "--model", model, "--env", ENVS.get(args.env, args.env),
+            "-k", str(args.attempts), "-n", str(args.concurrent), "--jobs-dir", str(jobs_dir), "--job-name", name]
+    if agent == AGENT:
+        for kv in args.ak:
+            argv += ["--ak", kv]
+    for kv in args.ae:
+        argv += ["--ae", kv]
+    return argv
+
+
+def run_harbor(venv: Path, args: argparse.Namespace, agent: str, jobs_dir: Path, name: str) -> int:
+    argv = harbor_argv(venv, args, agent, jobs_dir, name)
+    print(f"musec: {' '.join(argv[1:3])} ... job {jobs_dir / name}", file=sys.stderr)
+    return subprocess.run(argv, env=_env(), stdout=sys.stderr).returncode

@@ -1,0 +1,5 @@
+"""Configuration layering."""
+
+
+def deep_merge(base, override):
+    raise NotImplementedError

@@ -1,0 +1,5 @@
+"""Text helpers."""
+
+
+def slugify(text, max_length=None):
+    raise NotImplementedError

@@ -1,0 +1,8 @@
+#!/bin/bash
+# Hidden tests (only in tests/, run after the agent): reward 1 when they all pass.
+cd /app
+if bash /tests/test_backup.sh 2>&1; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi

@@ -1,0 +1,11 @@
+#!/bin/bash
+set -e
+cd /app
+cat > wordcount.py <<'EOF'
+"""Count words."""
+
+
+def count_words(text):
+    """How many words ``text`` holds (separated by any whitespace)."""
+    return len(text.split())
+EOF
