@@ -47,6 +47,7 @@ from harbor.agents.installed.base import (
 from harbor.agents.options import InstalledAgentOptions
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext, ModelUsage
+from harbor.models.task.config import NetworkMode
 from pydantic import Field
 
 from .atif import read_events, trajectory_from_events, usage_totals
@@ -110,8 +111,27 @@ class MusecAgent(BaseInstalledAgent):
             spec = f"/installed-agent/{wheel.name}"
         else:
             spec = f"musec=={_musec_version()}"
-        index = "--no-index --find-links /installed-agent/wheelhouse" if opts.wheelhouse else ""
+        offline = bool(opts.wheelhouse) or environment.network_policy.network_mode == NetworkMode.NO_NETWORK
+        if offline and not opts.wheelhouse:
+            # No network in the environment: bring musec and its dependencies as wheels
+            # for the environment's Python, downloaded here (once per process and Python).
+            house = await self._wheelhouse(environment, wheel or spec)
+            await environment.upload_dir(house, "/installed-agent/wheelhouse")
+        index = "--no-index --find-links /installed-agent/wheelhouse" if offline else ""
         await self.exec_as_root(environment, _install_script(spec, index), timeout_sec=900)
+
+    async def _wheelhouse(self, environment: BaseEnvironment, what: Path | str) -> Path:
+        probe = await environment.exec(_FIND_PYTHON + '"$py" -c "' + _TAGS_PY + '"')
+        tags = (probe.stdout or "").strip().splitlines()[-1:] or [""]
+        if probe.return_code != 0 or len(tags[0].split()) != 3:
+            raise RuntimeError(f"no Python >= 3.11 in the environment to install musec with: {probe.stderr}")
+        if MusecAgent._wheel_lock is None:
+            MusecAgent._wheel_lock = asyncio.Lock()
+        key = f"{tags[0]} {what}"
+        async with MusecAgent._wheel_lock:
+            if key not in MusecAgent._wheel_cache:
+                MusecAgent._wheel_cache[key] = await asyncio.to_thread(_download_wheelhouse, str(what), *tags[0].split())
+        return MusecAgent._wheel_cache[key]
 
     async def _local_wheel(self) -> Path | None:
         """The wheel of the running musec, built once per process from its editable checkout
@@ -231,16 +251,43 @@ def _build_wheel(source: Path) -> Path:
     return wheels[0]
 
 
-def _install_script(spec: str, index: str) -> str:
-    """Shell: a Python >= 3.11 (or uv's), a venv at AGENT_ROOT, musec installed into it."""
-    return f"""
-set -e
+_FIND_PYTHON = """
 py=""
 for c in python3.13 python3.12 python3.11 python3; do
-  if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys, venv; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
     py="$c"; break
   fi
 done
+"""
+# Prints "MAJOR.MINOR MACHINE GLIBC" of the environment's Python, for pip download's tags.
+_TAGS_PY = "import platform, sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}', platform.machine(), platform.libc_ver()[1] or '2.17')"
+
+
+def _download_wheelhouse(what: str, version: str, machine: str, glibc: str) -> Path:
+    """musec and its dependencies as wheels for CPython ``version`` on ``machine`` with ``glibc``.
+
+    Raises:
+        RuntimeError: pip could not find wheels for some dependency.
+    """
+    out = Path(tempfile.mkdtemp(prefix="musec-wheelhouse-"))
+    major, minor = (int(x) for x in glibc.split(".")[:2])
+    platforms = [f"manylinux_{major}_{m}_{machine}" for m in range(minor, 16, -1)]
+    platforms += [f"manylinux2014_{machine}", f"linux_{machine}"]
+    abi = "cp" + version.replace(".", "")
+    argv = [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--python-version", version,
+            "--implementation", "cp", "--abi", abi, "--abi", "abi3", "--abi", "none", "-d", str(out), what]
+    for plat in platforms:
+        argv += ["--platform", plat]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"could not download musec's wheels for Python {version} ({machine}, glibc {glibc}): "
+                           f"{proc.stderr.strip()[-800:]}; give --ak wheelhouse=DIR")
+    return out
+
+
+def _install_script(spec: str, index: str) -> str:
+    """Shell: a Python >= 3.11 (or uv's), a venv at AGENT_ROOT, musec installed into it."""
+    return "set -e\n" + _FIND_PYTHON + f"""
 pipflags="-q --no-compile --disable-pip-version-check {index} {shlex.quote(spec)}"
 if [ -n "$py" ] && "$py" -m venv --without-pip {AGENT_ROOT} && "$py" -m pip --python {AGENT_ROOT}/bin/python install $pipflags; then
   :  # the fast way: the system's pip installs into a venv made without its own pip
