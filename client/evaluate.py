@@ -120,15 +120,22 @@ def harbor_venv_path(given: str | None) -> Path:
 
 
 def find_python312() -> str | None:
-    """A Python >= 3.12 interpreter: this one, ``python3.1x`` on PATH, or pyenv's; else None."""
+    """A Python >= 3.12 that runs: this one, pyenv's, or ``python3.1x`` on PATH; else None.
+
+    Each candidate is run, because a pyenv shim on PATH exists for versions it will refuse.
+    """
     if sys.version_info >= (3, 12):
         return sys.executable
-    for name in ("python3.14", "python3.13", "python3.12"):
-        if found := shutil.which(name):
-            return found
     root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    for candidate in sorted(root.glob("3.1[2-9]*/bin/python"), reverse=True):
-        return str(candidate)
+    candidates = [str(c) for c in sorted(root.glob("3.1[2-9]*/bin/python"))]
+    candidates += [found for name in ("python3.14", "python3.13", "python3.12") if (found := shutil.which(name))]
+    check = "import sys; sys.exit(sys.version_info < (3, 12))"
+    for candidate in candidates:
+        try:
+            if subprocess.run([candidate, "-c", check], capture_output=True, timeout=30).returncode == 0:
+                return candidate
+        except (OSError, subprocess.TimeoutExpired):
+            continue
     return None
 
 

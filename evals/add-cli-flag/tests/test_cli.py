@@ -10,7 +10,8 @@ class HiddenTest(unittest.TestCase):
         return subprocess.run([sys.executable, "/app/todo.py", "list", *args], capture_output=True, text=True)
 
     def test_filters(self):
-        import json, tempfile
+        import json
+        import tempfile
         path = tempfile.mktemp(suffix=".json")
         json.dump([{"title": "a", "done": True}, {"title": "b", "done": False}, {"title": "c", "done": True}], open(path, "w"))
         self.assertEqual(self.todo(path).stdout, "[x] a\n[ ] b\n[x] c\n")

@@ -3,6 +3,7 @@ import unittest
 
 sys.path.insert(0, "/app")
 import copy  # noqa: E402
+
 from layers import deep_merge  # noqa: E402
 
 
