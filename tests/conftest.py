@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.outside import install as install_outside_guard
+
 # Without a GPU, Triton kernels run on its CPU interpreter; the switch must be set before
 # anything imports triton, so it is set here, in the first conftest pytest loads.
 if "TRITON_INTERPRET" not in os.environ and shutil.which("nvidia-smi") is None:
@@ -22,6 +24,9 @@ if "TRITON_INTERPRET" not in os.environ and shutil.which("nvidia-smi") is None:
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 _SECRET_MARKERS = ("_KEY", "_TOKEN", "_SECRET", "PASSWORD")
+
+# The suite reads nothing outside the repository: a clone in any directory must pass it.
+install_outside_guard(REPO_ROOT)
 
 
 def clean_env(home: Path) -> dict[str, str]:

@@ -20,7 +20,7 @@ Usage::
 
 The API:
 
-* ``FIXTURES``: ``../shared/fixtures/providers`` next to the repository root.
+* ``FIXTURES``: ``tests/fixtures/providers``, the recorded streams, inside the repository.
 * ``AnthropicServer()``: context manager. ``base_url``, ``requests`` (list of
   ``RecordedRequest``: ``method``, ``path``, ``headers`` with lower-case names, ``body``
   parsed JSON, ``raw_body``), ``received_at`` (``time.monotonic()`` of each request),
@@ -71,9 +71,7 @@ __all__ = [
     "replay_chunks",
 ]
 
-FIXTURES = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "providers"
-).resolve()
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "providers"
 
 End = Literal["finish", "close", "hang"]
 
