@@ -29,6 +29,19 @@ _SECRET_MARKERS = ("_KEY", "_TOKEN", "_SECRET", "PASSWORD")
 install_outside_guard(REPO_ROOT)
 
 
+# End-to-end tests: the whole product through the CLI or a terminal, seconds each. They are
+# marked ``slow`` here, by place, so a new test in these places is marked too; the README's
+# quick command skips them and CI runs them (``-m slow``). Elsewhere, mark a test that takes
+# more than a few seconds with ``@pytest.mark.slow``.
+_SLOW_PLACES = (REPO_ROOT / "tests" / "e2e", REPO_ROOT / "tests" / "client" / "test_interactive_tmux.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(Path(item.path).is_relative_to(place) for place in _SLOW_PLACES):
+            item.add_marker(pytest.mark.slow)
+
+
 def clean_env(home: Path) -> dict[str, str]:
     """The environment for a musec subprocess: this one's, without credentials or user git config."""
     env = {k: v for k, v in os.environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}

@@ -67,3 +67,16 @@ def test_no_test_source_names_a_path_outside_the_repository() -> None:
         if _REACHES_OUT.search(line)
     ]
     assert not offenders, "tests must read only inside the repository:\n" + "\n".join(offenders)
+
+
+def _pytest_runs(text: str) -> list[str]:
+    """The pytest invocations in ``text``, without the flags that only change output."""
+    runs = re.findall(r"\.venv-test/bin/python -m pytest[^\n&]*", text)
+    return [" ".join(run.replace("-p no:cacheprovider", "").split()) for run in runs]
+
+
+def test_ci_runs_the_readme_test_command_then_the_slow_tests() -> None:
+    readme = _pytest_runs((REPO_ROOT / "README.md").read_text())
+    ci = _pytest_runs((REPO_ROOT / ".ci" / "run").read_text())
+    assert readme and readme[0].endswith('-m "not slow"') and "-n auto" in readme[0]
+    assert ci == [readme[0], readme[0].replace('-m "not slow"', "-m slow")]
