@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,30 +51,86 @@ def _events(msgs: list) -> list[tuple[int, bytes]]:
     return [(m.seq, m.line) for m in msgs if isinstance(m, p.Event)]
 
 
+class Gate:
+    """A FIFO the scripted model's first command reads (``cat``): the session cannot get
+    past that command until the test opens the gate, so whatever a client receives after
+    the gate opens was sent while the session was still running.
+
+    It lives in ``.git/`` so that git's status of the workspace never opens it.
+    """
+
+    def __init__(self, repo: Path) -> None:
+        self.path = repo / ".git" / "musec-test-gate"
+        os.mkfifo(self.path)
+        self.command = f"cat {self.path.relative_to(repo)}"
+
+    def open(self) -> None:
+        def write() -> None:
+            with open(self.path, "w") as fifo:  # returns once the command has the FIFO open
+                fifo.write("gate open\n")
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        writer.join(30)
+        assert not writer.is_alive(), "the session's command never opened the gate"
+
+
+def _until_backlog_end(conn: connection.Connection) -> list:
+    seen = []
+    while True:
+        msg = conn.recv(10)
+        seen.append(msg)
+        if isinstance(msg, p.Event) and msg.backlog_end:
+            return seen
+
+
+def _types(msgs: list) -> list[str]:
+    return [json.loads(m.line)["type"] for m in msgs if isinstance(m, p.Event)]
+
+
 def test_two_clients_see_identical_event_sequences(connect, buggy_repo: Path, tmp_path: Path) -> None:
-    model = _script(tmp_path, [[{"tool": "bash", "input": {"command": "sleep 0.5; echo one"}}],
+    gate = Gate(buggy_repo)
+    model = _script(tmp_path, [[{"tool": "bash", "input": {"command": gate.command}}],
                                [{"tool": "bash", "input": {"command": "echo two"}}], [{"text": "done"}]])
     a, b = connect(), connect()
     a.send(p.StartSession(id=1, workspace=str(buggy_repo), model=model, task="go", approval="auto"))
     first = a.recv(10)
     assert isinstance(first, p.SessionStarted)
-    seen_a = [a.recv(10)]  # session_started has been sent to a; b attaches from the middle
+    seen_a = _until_event(a, "tool_started")  # the session now waits at the gate
     b.send(p.Attach(id=7, session_id=first.session_id, since_seq=-1))
+    backlog = _until_backlog_end(b)  # b joins in the middle of the run
+    assert "tool_finished" not in _types(backlog) and all(m.backlog for m in backlog)
+    gate.open()
     seen_a += _until(a, p.SessionEnded)
-    seen_b = _until(b, p.SessionEnded)
+    live = _until(b, p.SessionEnded)
+    seen_b = backlog + live
     assert _events(seen_a) == _events(seen_b)
     assert [s for s, _ in _events(seen_b)] == list(range(len(_events(seen_b))))
     assert all(m.id == 7 for m in seen_b)
+    # Live, not a replay: what b got after its backlog was sent as it happened, and it
+    # includes the result of the command that could not finish before b had attached.
+    assert live and not any(m.backlog for m in live if isinstance(m, p.Event))
+    finished = [json.loads(line) for _, line in _events(live) if b'"tool_finished"' in line]
+    assert finished and "gate open" in finished[0]["content"]
+    assert _types(live)[-1] == "session_ended"
 
 
 def test_attach_since_seq_gives_no_gap_and_no_duplicate(connect, buggy_repo: Path, tmp_path: Path) -> None:
-    model = _script(tmp_path, [[{"tool": "bash", "input": {"command": "sleep 0.3"}}], [{"text": "done"}]])
+    gate = Gate(buggy_repo)
+    model = _script(tmp_path, [[{"tool": "bash", "input": {"command": gate.command}}], [{"text": "done"}]])
     a, b = connect(), connect()
     a.send(p.StartSession(id=1, workspace=str(buggy_repo), model=model, task="go", approval="auto"))
     sid = a.recv(10).session_id
+    _until_event(a, "tool_started")
     b.send(p.Attach(id=2, session_id=sid, since_seq=2))
-    seqs = [s for s, _ in _events(_until(b, p.SessionEnded))]
+    backlog = _until_backlog_end(b)
+    gate.open()
+    live = _until(b, p.SessionEnded)
+    seqs = [s for s, _ in _events(backlog + live)]
     assert seqs == list(range(3, seqs[-1] + 1))
+    # The seam between the log and the live stream was crossed while the session ran.
+    assert _events(backlog) and all(m.backlog for m in backlog)
+    assert _events(live) and not any(m.backlog for m in live if isinstance(m, p.Event))
 
 
 def test_approval_first_answer_wins_and_late_client_sees_it_pending(connect, buggy_repo: Path, tmp_path: Path) -> None:
