@@ -29,11 +29,15 @@ _SECRET_MARKERS = ("_KEY", "_TOKEN", "_SECRET", "PASSWORD")
 install_outside_guard(REPO_ROOT)
 
 
-# End-to-end tests: the whole product through the CLI or a terminal, seconds each. They are
-# marked ``slow`` here, by place, so a new test in these places is marked too; the README's
-# quick command skips them and CI runs them (``-m slow``). Elsewhere, mark a test that takes
-# more than a few seconds with ``@pytest.mark.slow``.
-_SLOW_PLACES = (REPO_ROOT / "tests" / "e2e", REPO_ROOT / "tests" / "client" / "test_interactive_tmux.py")
+# Tests of seconds each, marked ``slow`` here by place (so a new test there is marked too):
+# the end-to-end tests (the whole product through the CLI or a terminal) and the kernel tests
+# (Triton's interpreter on the CPU). The README's quick command skips them; CI runs them
+# (``-m slow``). Elsewhere, mark a test that takes more than a few seconds by hand.
+_SLOW_PLACES = (
+    REPO_ROOT / "tests" / "e2e",
+    REPO_ROOT / "tests" / "client" / "test_interactive_tmux.py",
+    REPO_ROOT / "tests" / "kernels",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
