@@ -1,18 +1,25 @@
-"""Benchmarks for musec's kernels: ``python -m musec.kernels.bench kda|mla [--json PATH]``.
+"""Benchmarks for musec's kernels: ``python -m musec.kernels.bench kda|mla [--json PATH] [--rounds N]``.
 
-On a CUDA GPU, for each shape of KERNELS.md sections 0 and 5.3 it first checks the Triton
-kernel against the fp32 reference at that very shape (tolerances from ``musec.kernels.testing``)
-and only then times it: median kernel time under a CUDA graph (``triton.testing.
-do_bench_cudagraph``), achieved GB/s and TFLOP/s next to the H200 ceilings (KERNELS.md section
-4), and the speedup over the PyTorch reference and, when ``fla`` is installed, over FLA's
-``chunk_kda`` (the baseline; only this benchmark may import it). A shape whose correctness check
-fails gets no time and no speedup.
+On a CUDA GPU, for each shape of KERNELS.md sections 0 and 5.3 it builds one call per
+implementation with the very same arguments (ours; the PyTorch reference ``naive_chunk_kda`` or
+``mla_decode_reference``; FLA's ``chunk_kda`` when ``fla`` is installed, the only place it may
+be imported), checks each call's output against the fp32 oracle at that shape (tolerances from
+``musec.kernels.testing``), and then times exactly those calls, no other variant:
 
-Without a GPU no timing is possible: it says so on one line, then runs the correctness check
-on tiny shapes under the Triton interpreter (fp32).
+- every call the same way: median kernel time under a CUDA graph
+  (``triton.testing.do_bench_cudagraph``); if any call cannot be captured, all of them are
+  timed with CUDA events instead, and the row says which method was used;
+- interleaved: ``--rounds`` rounds, each timing every call once in a rotated order; the speedup
+  of a baseline is the median over rounds of ``t_baseline / t_ours`` (min and max printed);
+- achieved GB/s and TFLOP/s next to the H200 ceilings (KERNELS.md section 4).
 
-Exit codes: 0 all checks passed; 1 a correctness check failed (or a kernel raised); 2 bad usage (argparse);
-3 torch or triton is not installed.
+A call whose correctness check fails gets no time and no speedup (for ours: the shape fails).
+
+Without a GPU no timing is possible: it says so on one line, then runs the same checks on tiny
+shapes under the Triton interpreter (fp32).
+
+Exit codes: 0 all checks of our kernels passed; 1 a check failed (or a kernel raised); 2 bad
+usage (argparse); 3 torch or triton is not installed.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import functools
 import json
 import math
 import os
+import statistics
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -45,14 +53,44 @@ KDA_SHAPES = [
 ]
 #: (B, H, T) for MLA: the case-study shape, the bandwidth goal shape, FlashMLA's benchmark shapes.
 MLA_SHAPES = [(1, 64, 8192), (64, 64, 8192), (128, 16, 4096), (128, 128, 8192)]
+#: Tiny shapes checked under the interpreter (CPU, fp32).
+KDA_CPU_SHAPES = [(1, 130, 2, 32), (2, 64, 1, 60)]
+MLA_CPU_SHAPES = [(1, 64, 300), (2, 16, 70)]
+
+OURS = "musec"
 
 
 def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def _kda_inputs(B, T, H, D, dtype, device, seed=0):
+class Case:
+    """One benchmark shape: the oracle's outputs, the calls to check and time, the work done.
+
+    Attributes:
+        shape: a label such as ``B1_T8192_H64_D128``.
+        ref: the fp32 oracle's outputs (a tuple of tensors).
+        names: output names, one per element of ``ref`` (``o``, ``final_state``, ...).
+        calls: implementation name -> zero-argument callable; every call gets the same inputs.
+        nbytes: compulsory HBM bytes of one call.
+        flops: floating-point operations of one call.
+        tol: relative RMS tolerance for the inputs' dtype.
+    """
+
+    def __init__(self, shape, ref, names, calls, nbytes, flops, tol):
+        self.shape, self.ref, self.names, self.calls = shape, ref, names, calls
+        self.nbytes, self.flops, self.tol = nbytes, flops, tol
+
+
+def kda_case(B: int, T: int, H: int, D: int, dtype: Any, device: str, seed: int = 0) -> Case:
+    """KDA inputs (FLA's recipe, KERNELS.md section 1.8), the oracle, and the calls to compare.
+
+    Every call is ``fn(q, k, v, g, beta, initial_state=h0, output_final_state=True)`` with q, k,
+    v, beta in ``dtype``, g and h0 fp32; the oracle is ``naive_recurrent_kda``.
+    """
     import torch
+    from musec.kernels.kda import chunk_kda, naive_chunk_kda, naive_recurrent_kda
+    from musec.kernels.testing import tolerance
 
     F = torch.nn.functional
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -61,72 +99,107 @@ def _kda_inputs(B, T, H, D, dtype, device, seed=0):
     v = torch.rand(B, T, H, D, device=device, generator=gen).to(dtype)
     g = F.logsigmoid(torch.randn(B, T, H, D, device=device, generator=gen))  # fp32 log-decay
     beta = torch.randn(B, T, H, device=device, generator=gen).sigmoid().to(dtype)
-    return q, k, v, g, beta
+    h0 = torch.randn(B, H, D, D, device=device, generator=gen) * 0.1
+    args = (q, k, v, g, beta)
+    kw = {"initial_state": h0, "output_final_state": True}
+    impls = {OURS: chunk_kda, "torch": naive_chunk_kda}
+    if device != "cpu":
+        try:
+            from fla.ops.kda import chunk_kda as fla_chunk_kda  # the baseline; never in kernels
+        except Exception:
+            fla_chunk_kda = None
+        if fla_chunk_kda is not None:
+            impls["fla"] = fla_chunk_kda
+    calls = {name: functools.partial(fn, *args, **kw) for name, fn in impls.items()}
+    ref = naive_recurrent_kda(*args, **kw)
+    th = B * T * H
+    flops = th * (6 * D * D + 3 * 64 * D + 64 * 64)  # report eq. 13
+    nbytes = th * (4 * D * 2 + D * 4 + 2) + 2 * B * H * D * D * 4  # q,k,v,o bf16; g fp32; states
+    shape = f"B{B}_T{T}_H{H}_D{D}"
+    return Case(shape, ref, ("o", "final_state"), calls, nbytes, flops, tolerance(dtype))
 
 
-def _mla_inputs(B, H, T, dtype, device, seed=0):
+def mla_case(B: int, H: int, T: int, dtype: Any, device: str, seed: int = 0) -> Case:
+    """MLA decode inputs (``randn / 10``, KERNELS.md section 2.4), the oracle, and the calls.
+
+    Every call is ``fn(q, kv, 1/sqrt(192))``; the oracle is ``mla_decode_reference`` in fp32
+    (the ``torch`` baseline is the same function on the benchmark's dtype).
+    """
     import torch
+    from musec.kernels.mla import mla_decode, mla_decode_reference
+    from musec.kernels.testing import tolerance
 
     gen = torch.Generator(device=device).manual_seed(seed)
     q = (torch.randn(B, H, 576, device=device, generator=gen) / 10).to(dtype)
     kv = (torch.randn(B, T, 576, device=device, generator=gen) / 10).to(dtype)
-    return q, kv
-
-
-def _check_kda(B, T, H, D, dtype, device) -> tuple[str | None, tuple]:
-    import torch
-    from musec.kernels.kda import chunk_kda, naive_recurrent_kda
-    from musec.kernels.testing import check_close, tolerance
-
-    q, k, v, g, beta = _kda_inputs(B, T, H, D, dtype, device)
-    h0 = torch.randn(B, H, D, D, device=device) * 0.1
-    o_ref, s_ref = naive_recurrent_kda(q, k, v, g, beta, initial_state=h0, output_final_state=True)
-    o, s = chunk_kda(q, k, v, g, beta, initial_state=h0, output_final_state=True)
-    reason = check_close("o", o_ref, o, tolerance(dtype)) or check_close(
-        "final_state", s_ref, s, tolerance(dtype)
-    )
-    return reason, (q, k, v, g, beta)
-
-
-def _check_mla(B, H, T, dtype, device) -> tuple[str | None, tuple]:
-    from musec.kernels.mla import mla_decode, mla_decode_reference
-    from musec.kernels.testing import check_close, tolerance
-
-    q, kv = _mla_inputs(B, H, T, dtype, device)
     scale = 1 / math.sqrt(192)
-    out_ref, lse_ref = mla_decode_reference(q, kv, scale)
-    out, lse = mla_decode(q, kv, scale)
-    reason = check_close("out", out_ref, out, tolerance(dtype)) or check_close(
-        "lse", lse_ref, lse, tolerance(dtype)
-    )
-    return reason, (q, kv, scale)
+    impls = {OURS: mla_decode, "torch": mla_decode_reference}
+    calls = {name: functools.partial(fn, q, kv, scale) for name, fn in impls.items()}
+    ref = mla_decode_reference(q.float(), kv.float(), scale)
+    nbytes = B * T * 576 * 2 + B * H * (576 + 512) * 2
+    flops = 2 * B * H * T * (576 + 512)
+    return Case(f"B{B}_H{H}_T{T}", ref, ("out", "lse"), calls, nbytes, flops, tolerance(dtype))
 
 
-def _time_graph_us(fn: Callable[[], Any]) -> tuple[float, str]:
-    """Median time of ``fn`` in microseconds: under a CUDA graph when capture works, else CUDA events."""
-    import torch
+def check_calls(case: Case) -> dict[str, str | None]:
+    """Run every call once and compare its outputs with the oracle: name -> None or a reason."""
+    from musec.kernels.testing import check_close
+
+    reasons: dict[str, str | None] = {}
+    for name, fn in case.calls.items():
+        try:
+            outs = fn()
+        except Exception as exc:  # a baseline that raises is reported, not fatal
+            reasons[name] = f"raised {type(exc).__name__}: {str(exc)[:100]}"
+            continue
+        reason = None
+        for label, r, o in zip(case.names, case.ref, outs, strict=True):
+            reason = reason or check_close(label, r, o.to(r.dtype), case.tol)
+        reasons[name] = reason
+    return reasons
+
+
+def cuda_timers() -> tuple[Callable[[Callable[[], Any]], float], Callable[[Callable[[], Any]], float]]:
+    """The two GPU timers, each returning a median in milliseconds: CUDA graph, CUDA events."""
     import triton.testing
 
-    fn()  # autotune and compile outside the graph
-    torch.cuda.synchronize()
+    def graph(fn):
+        return triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median")
+
+    def events(fn):
+        return triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median")
+
+    return graph, events
+
+
+def time_interleaved(
+    calls: dict[str, Callable[[], Any]], rounds: int, timers: tuple | None = None
+) -> tuple[dict[str, list[float]], str]:
+    """Time every call ``rounds`` times, rotating the order each round, all by the same method.
+
+    Args:
+        calls: implementation name -> zero-argument callable.
+        rounds: rounds of timing (each times every call once).
+        timers: ``(graph, events)`` timers in milliseconds; default ``cuda_timers()``.
+
+    Returns:
+        ``(times_us, method)``: name -> one median time (microseconds) per round, and
+        ``"cuda-graph"`` or, when any call cannot be captured in a CUDA graph, ``"events"``
+        for all of them (never a mix).
+    """
+    graph, events = timers or cuda_timers()
+    method, bench = "cuda-graph", graph
     try:
-        return triton.testing.do_bench_cudagraph(
-            fn, rep=100, return_mode="median"
-        ) * 1e3, "cuda-graph"
-    except Exception:  # capture failed (host sync in fn, ...): fall back to events
-        torch.cuda.synchronize()
-        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3, "events"
-
-
-def _time_eager_us(fn: Callable[[], Any]) -> float | None:
-    import torch
-    import triton.testing
-
-    try:
-        return triton.testing.do_bench(fn, warmup=3, rep=50, return_mode="median") * 1e3
-    except torch.cuda.OutOfMemoryError:
-        torch.cuda.empty_cache()
-        return None
+        for fn in calls.values():
+            graph(fn)  # warm-up capture of each call
+    except Exception:  # capture failed (a host sync in a call, ...): events for every call
+        method, bench = "events", events
+    names = list(calls)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            times[name].append(bench(calls[name]) * 1e3)
+    return times, method
 
 
 def _row(**kw) -> dict:
@@ -134,121 +207,71 @@ def _row(**kw) -> dict:
     return kw
 
 
-def bench_kda(rows: list[dict]) -> bool:
-    """Time chunk_kda at KDA_SHAPES (bf16 q/k/v/beta, fp32 g). Returns False if a check failed."""
+def bench_case(case: Case, op: str, rounds: int, rows: list[dict]) -> bool:
+    """Check, then time, one shape; append one row per implementation. False if ours failed."""
     import torch
-    from musec.kernels.kda import chunk_kda, naive_chunk_kda
 
-    try:
-        from fla.ops.kda import chunk_kda as fla_chunk_kda  # baseline only; never used by kernels/
-    except Exception:
-        fla_chunk_kda = None
-    ok = True
-    for B, T, H, D in KDA_SHAPES:
-        shape = f"B{B}_T{T}_H{H}_D{D}"
-        reason, (q, k, v, g, beta) = _check_kda(B, T, H, D, torch.bfloat16, "cuda")
+    reasons = check_calls(case)
+    for name, reason in reasons.items():
         if reason is not None:
-            ok = False
-            rows.append(_row(op="kda", shape=shape, impl="musec", correct=False, reason=reason))
+            rows.append(_row(op=op, shape=case.shape, impl=name, correct=False, reason=reason))
+    if reasons[OURS] is not None:
+        return False
+    timed = {name: fn for name, fn in case.calls.items() if reasons[name] is None}
+    times, method = time_interleaved(timed, rounds)
+    ours = times[OURS]
+    t_us = statistics.median(ours)
+    rows.append(
+        _row(op=op, shape=case.shape, impl=OURS, correct=True, timing=method,
+             time_us=round(t_us, 2), GBps=round(case.nbytes / t_us / 1e3, 1),
+             hbm_pct=round(100 * case.nbytes / (t_us * 1e-6) / H200_HBM_BYTES_PER_S, 1),
+             TFLOPs=round(case.flops / t_us / 1e6, 2),
+             floor_us=round(case.nbytes / H200_HBM_BYTES_PER_S * 1e6, 2))
+    )  # fmt: skip
+    for name, ts in times.items():
+        if name == OURS:
             continue
-        t_us, how = _time_graph_us(functools.partial(chunk_kda, q, k, v, g, beta))
-        th = B * T * H
-        flops = th * (6 * D * D + 3 * 64 * D + 64 * 64)  # report eq. 13
-        nbytes = th * (4 * D * 2 + D * 4 + 2)  # q, k, v, o bf16 + fp32 g + bf16 beta
-        t_ref = _time_eager_us(functools.partial(naive_chunk_kda, q, k, v, g, beta))
-        t_fla = None
-        fla_note = "not installed"
-        if fla_chunk_kda is not None:
-            try:
-                o_fla, _ = fla_chunk_kda(q, k, v, g, beta)
-                o_mine, _ = chunk_kda(q, k, v, g, beta)
-                t_fla, _ = _time_graph_us(functools.partial(fla_chunk_kda, q, k, v, g, beta))
-                fla_note = (
-                    f"max|fla-musec|={float((o_fla.float() - o_mine.float()).abs().max()):.2e}"
-                )
-            except Exception as exc:  # report, do not crash the benchmark
-                fla_note = f"failed: {type(exc).__name__}: {exc}"[:120]
+        ratios = sorted(b / a for a, b in zip(ours, ts, strict=True))
         rows.append(
-            _row(
-                op="kda",
-                shape=shape,
-                impl="musec",
-                correct=True,
-                timing=how,
-                time_us=round(t_us, 1),
-                GBps=round(nbytes / t_us / 1e3, 1),
-                hbm_pct=round(100 * nbytes / t_us / 1e-6 / H200_HBM_BYTES_PER_S, 1),
-                TFLOPs=round(flops / t_us / 1e6, 2),
-                floor_us=round(nbytes / H200_HBM_BYTES_PER_S * 1e6, 1),
-                torch_ref_us=None if t_ref is None else round(t_ref, 1),
-                speedup_vs_torch=None if t_ref is None else round(t_ref / t_us, 2),
-                fla_us=None if t_fla is None else round(t_fla, 1),
-                speedup_vs_fla=None if t_fla is None else round(t_fla / t_us, 2),
-                fla=fla_note,
-            )
-        )
-        torch.cuda.empty_cache()
-    return ok
+            _row(op=op, shape=case.shape, impl=name, correct=True, timing=method,
+                 time_us=round(statistics.median(ts), 2),
+                 speedup_of_musec=round(statistics.median(ratios), 3),
+                 speedup_min=round(ratios[0], 3), speedup_max=round(ratios[-1], 3))
+        )  # fmt: skip
+    torch.cuda.empty_cache()
+    return True
 
 
-def bench_mla(rows: list[dict]) -> bool:
-    """Time mla_decode at MLA_SHAPES (bf16). Returns False if a check failed."""
+def bench_gpu(op: str, rounds: int, rows: list[dict]) -> bool:
+    """Check and time every shape of ``op`` in bf16 on the GPU. False if one of ours failed."""
     import torch
-    from musec.kernels.mla import mla_decode, mla_decode_reference
 
     ok = True
-    for B, H, T in MLA_SHAPES:
-        shape = f"B{B}_H{H}_T{T}"
-        reason, (q, kv, scale) = _check_mla(B, H, T, torch.bfloat16, "cuda")
-        if reason is not None:
-            ok = False
-            rows.append(_row(op="mla", shape=shape, impl="musec", correct=False, reason=reason))
-            continue
-        t_us, how = _time_graph_us(functools.partial(mla_decode, q, kv, scale))
-        nbytes = B * T * 576 * 2 + B * H * (576 + 512) * 2
-        flops = 2 * B * H * T * (576 + 512)
-        t_ref = _time_eager_us(functools.partial(mla_decode_reference, q, kv, scale))
-        rows.append(
-            _row(
-                op="mla",
-                shape=shape,
-                impl="musec",
-                correct=True,
-                timing=how,
-                time_us=round(t_us, 2),
-                GBps=round(nbytes / t_us / 1e3, 1),
-                hbm_pct=round(100 * nbytes / t_us / 1e-6 / H200_HBM_BYTES_PER_S, 1),
-                TFLOPs=round(flops / t_us / 1e6, 2),
-                floor_us=round(nbytes / H200_HBM_BYTES_PER_S * 1e6, 2),
-                torch_ref_us=None if t_ref is None else round(t_ref, 1),
-                speedup_vs_torch=None if t_ref is None else round(t_ref / t_us, 2),
-            )
-        )
-        torch.cuda.empty_cache()
+    if op == "kda":
+        cases = (lambda s=s: kda_case(*s, torch.bfloat16, "cuda") for s in KDA_SHAPES)
+    else:
+        cases = (lambda s=s: mla_case(*s, torch.bfloat16, "cuda") for s in MLA_SHAPES)
+    for make in cases:
+        ok = bench_case(make(), op, rounds, rows) and ok
     return ok
 
 
 def cpu_check(op: str) -> bool:
-    """Correctness only, fp32 and tiny shapes under the Triton interpreter."""
+    """Correctness only, fp32 and tiny shapes under the Triton interpreter (every call checked)."""
     import torch
 
-    checks = {
-        "kda": [
-            lambda: _check_kda(1, 130, 2, 32, torch.float32, "cpu")[0],
-            lambda: _check_kda(2, 64, 1, 60, torch.float32, "cpu")[0],
-        ],
-        "mla": [
-            lambda: _check_mla(1, 64, 300, torch.float32, "cpu")[0],
-            lambda: _check_mla(2, 16, 70, torch.float32, "cpu")[0],
-        ],
-    }[op]
+    if op == "kda":
+        cases = [functools.partial(kda_case, *s, torch.float32, "cpu") for s in KDA_CPU_SHAPES]
+    else:
+        cases = [functools.partial(mla_case, *s, torch.float32, "cpu") for s in MLA_CPU_SHAPES]
     ok = True
-    for i, check in enumerate(checks):
-        reason = check()
-        _say(
-            f"{op} interpreter check {i + 1}/{len(checks)}: {'ok' if reason is None else 'FAILED: ' + reason}"
-        )
-        ok = ok and reason is None
+    for i, make in enumerate(cases):
+        case = make()
+        reasons = check_calls(case)
+        failed = [f"{name}: {why}" for name, why in reasons.items() if why is not None]
+        verdict = "ok" if not failed else "FAILED: " + "; ".join(failed)
+        _say(f"{op} interpreter check {i + 1}/{len(cases)} {case.shape} ({', '.join(reasons)}): {verdict}")
+        ok = ok and not failed
     return ok
 
 
@@ -259,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("op", choices=["kda", "mla"])
     parser.add_argument("--json", metavar="PATH", help="also write the result rows as JSON")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (GPU)")
     args = parser.parse_args(argv)
     try:
         import torch
@@ -285,11 +309,10 @@ def main(argv: list[str] | None = None) -> int:
             _say(
                 f"device: {torch.cuda.get_device_name()}; ceilings quoted are the H200's (4.8 TB/s HBM, 989 TFLOP/s bf16)"
             )
-            ok = bench_kda(rows) if args.op == "kda" else bench_mla(rows)
+            ok = bench_gpu(args.op, max(1, args.rounds), rows)
     except Exception as exc:  # a kernel that raises is a failed check, reported on one line
-        _say(
-            f"{args.op}: kernel raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        )
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        _say(f"{args.op}: kernel raised {type(exc).__name__}: {first}")
         ok = False
     if args.json:
         with open(args.json, "w") as fh:

@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from musec.kernels._runtime import next_pow2, tune_configs
 
-from .chunk import _validate
+from .checks import validate_inputs
 
 #: Longest sequence the recurrent kernel accepts; longer ones belong to ``chunk_kda``.
 MAX_RECURRENT_T = 64
@@ -106,7 +106,7 @@ def fused_recurrent_kda(
         ValueError: on inconsistent shapes/dtypes, K > 256, or a sequence longer than
             ``MAX_RECURRENT_T`` tokens (use ``chunk_kda``).
     """
-    B, T, H, K, V, N = _validate(q, k, v, g, beta, initial_state, cu_seqlens)
+    B, T, H, K, V, N = validate_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
     if cu_seqlens is not None:
         longest = int((cu_seqlens[1:] - cu_seqlens[:-1]).max()) if N else 0
     else:

@@ -43,3 +43,37 @@ def test_bench_rejects_unknown_op():
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
+
+
+def test_timing_uses_one_method_for_every_call_and_rotates_the_order():
+    from musec.kernels.bench import time_interleaved
+
+    log = []
+
+    def graph(fn):
+        if fn is torch_ref:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        log.append(("graph", fn.__name__))
+        return 1.0
+
+    def events(fn):
+        log.append(("events", fn.__name__))
+        return 2.0
+
+    def musec():
+        pass
+
+    def torch_ref():
+        pass
+
+    calls = {"musec": musec, "torch": torch_ref}
+    times, method = time_interleaved(calls, 3, timers=(graph, events))
+    assert method == "events"
+    assert times == {"musec": [2000.0] * 3, "torch": [2000.0] * 3}
+    timed = [entry for entry in log if entry[0] == "events"]
+    assert [name for _, name in timed] == ["musec", "torch_ref", "torch_ref", "musec", "musec", "torch_ref"]
+
+    log.clear()
+    del calls["torch"]
+    times, method = time_interleaved(calls, 2, timers=(graph, events))
+    assert method == "cuda-graph" and times == {"musec": [1000.0, 1000.0]}
