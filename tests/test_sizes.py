@@ -24,13 +24,9 @@ LONG_MODULES = {
     "client/cli.py": "being split by job by the client engineer (issue 11 part 4)",
     "daemon/protocol.py": "owned by the client engineer (issue 11 part 4/5): one module of wire types by design; "
                           "a reason in its docstring, or a split, retires this entry",
-    "kernels/kda/chunk.py": "being split into one module per stage by the kernels engineer (issue 11 part 6)",
 }
 LONG_FUNCTIONS = {
     "client/cli.py::build_parser": "the client engineer is splitting cli.py (issue 11 part 4)",
-    "kernels/kda/chunk.py::_intra_kernel": "the kernels engineer is splitting chunk.py by stage (issue 11 part 6)",
-    "kernels/kda/chunk.py::chunk_kda": "the kernels engineer is splitting chunk.py by stage (issue 11 part 6)",
-    "kernels/mla/decode.py::mla_decode": "a Triton kernel body; the kernels engineer owns kernels/ (issue 11 part 6)",
 }
 
 
