@@ -68,9 +68,15 @@ def short_error(exc: BaseException, candidate: str) -> str:
 
 def evaluate(req: dict[str, Any]) -> dict[str, Any]:
     """Run one evaluation request; return the result object (see ``evaluate.Evaluation``)."""
+    import torch
+
     from .guard import candidate_scope
     from .measure import compare
 
+    if req["torch_device"] == "cpu":
+        # One thread, for every call on both sides: results do not depend on the machine's
+        # core count, and a loaded machine's thread pool cannot stall one side's timing.
+        torch.set_num_threads(1)
     spec_dir, cand_path = req["spec_dir"], req["candidate_path"]
     forbidden = req["forbidden"]
     reference = load_callable(req["reference"], spec_dir)
