@@ -9,6 +9,7 @@ from musec.agents.kernel_opt.spec import load_spec
 from tests.agents.kernel_opt.candidates import FASTER, FORBIDDEN, WRONG
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # each evaluation is a process that imports torch (seconds)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from musec.agents.kernel_opt.spec import load_spec
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
-pytestmark = pytest.mark.skipif(gpu_present(), reason="with a GPU these specs time real shapes")
+pytestmark = [pytest.mark.skipif(gpu_present(), reason="with a GPU these specs time real shapes"), pytest.mark.slow]
 
 CHUNK_LOOPS = {
     "kda": ("for i_c in range(0, tl.cdiv(T, BT)):", "for i_c in range(0, tl.cdiv(T, BT) - 1):"),

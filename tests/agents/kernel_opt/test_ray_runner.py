@@ -12,6 +12,7 @@ from tests.agents.kernel_opt.candidates import FASTER, FORBIDDEN, WRONG
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # each evaluation is a process that imports torch (seconds)
 
 TIMES = ("eval_s", "candidate_us", "baseline_us", "speedup", "GBps", "TFLOPs")
 

@@ -14,6 +14,7 @@ from musec.agents.tools.base import ToolContext
 from tests.agents.kernel_opt.candidates import FASTER, git
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # each evaluation is a process that imports torch (seconds)
 
 
 def test_evaluate_profile_and_leaderboard_tools(repo, tmp_path):
