@@ -49,7 +49,8 @@ class SessionIndex:
             raise SessionNotFound(f"no session {prefix!r}; list them with `musec sessions --all`")
         if (self.directory / f"{prefix}.jsonl").exists():
             return prefix
-        matches = sorted(f.stem for f in self.directory.glob(f"{prefix}*.jsonl"))
+        # Not a glob of the prefix: ``*``, ``?`` and ``[`` in it are characters, not patterns.
+        matches = sorted(f.stem for f in self.directory.glob("*.jsonl") if f.stem.startswith(prefix))
         if len(matches) == 1:
             return matches[0]
         if not matches:

@@ -179,10 +179,11 @@ PENDING = {
     "client": "client/__init__ imports daemon.version and client/service imports daemon.server "
               "(`musec daemon run`); the client engineer is fixing both (issue 11 part 2/4)",
     "protocol": "daemon/protocol.py imports daemon/version.py; the client engineer is fixing it (issue 11)",
-    "providers": "agents/core/ does not exist yet: providers import agents.conversation/errors/faults, "
-                 "which the events engineer is moving into agents/core/ (issue 11 part 3)",
-    "tools": "agents/core/ does not exist yet: tools import agents.conversation/errors/faults (and "
-             "agents.permissions/approval), which are moving into agents/core/ (issue 11 part 3)",
+    "providers": "providers import agents.conversation and agents.errors, and providers/__init__ imports "
+                 "agents.catalog; the events engineer is moving the first two into agents/core/ and the "
+                 "catalog into agents/providers/ (issue 11 part 3)",
+    "tools": "tools import agents.conversation and agents.faults, which the events engineer is moving into "
+             "agents/core/ (issue 11 part 3)",
 }
 
 

@@ -1,0 +1,111 @@
+"""The session index and collection in-process, over real log files in a temporary state
+directory: resolving ids, listing with statuses, and ``gc`` removing only what it may.
+
+The logs are written as JSON lines directly (the index reads only their first and last
+lines), so these tests do not depend on how the event log writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from musec.daemon.collect import collect
+from musec.daemon.errors import SessionNotFound
+from musec.daemon.index import SessionIndex, new_session_id
+
+DAY_S = 86_400.0
+
+
+class Live:
+    """A live session as the index sees one: something with a status."""
+
+    def __init__(self, status: str) -> None:
+        self.status = status
+
+
+def _log(directory: Path, sid: str, *events: dict[str, Any], torn: bytes = b"") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{sid}.jsonl"
+    lines = [json.dumps({"seq": n, "agent": "main", **ev}, separators=(",", ":")) + "\n" for n, ev in enumerate(events)]
+    path.write_bytes("".join(lines).encode() + torn)
+    return path
+
+
+def _started(ts: float, workspace: str = "/w", title: str = "") -> dict[str, Any]:
+    return {"ts": ts, "type": "session_started", "workspace": workspace, "title": title}
+
+
+def _ended(ts: float, reason: str = "finished") -> dict[str, Any]:
+    return {"ts": ts, "type": "session_ended", "exit_reason": reason}
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+def test_ids_resolve_by_unique_prefix_only(state: Path) -> None:
+    sessions = state / "sessions"
+    for sid in ("18f0a-aaaaaa", "18f0b-bbbbbb", "18f0b-cccccc"):
+        _log(sessions, sid, _started(1.0))
+    index = SessionIndex(sessions, {})
+    assert index.resolve_id("18f0a-aaaaaa") == "18f0a-aaaaaa"
+    assert index.resolve_id("18f0a") == "18f0a-aaaaaa"
+    with pytest.raises(SessionNotFound, match="names 2 sessions; give more of the id"):
+        index.resolve_id("18f0b")
+    for bad in ("18f0c", "", "../sessions/18f0a-aaaaaa", "*", "18f0?-aaaaaa", "[1]"):  # no globbing
+        with pytest.raises(SessionNotFound):
+            index.resolve_id(bad)
+    assert index.log_path("x") == sessions / "x.jsonl"
+
+
+def test_listing_is_newest_first_with_each_status(state: Path) -> None:
+    sessions = state / "sessions"
+    _log(sessions, "a", _started(100.0, title="first"), _ended(150.0, "budget"))
+    _log(sessions, "b", _started(200.0), {"ts": 210.0, "type": "user_message", "text": "fix the bug\nplease"})
+    _log(sessions, "c", _started(300.0, workspace="/other"), torn=b'{"seq": 1, "ty')
+    _log(sessions, "d")  # empty: damaged
+    index = SessionIndex(sessions, {"c": Live("idle")})
+    listed = index.list_sessions()
+    assert [s.id for s in listed] == ["d", "c", "b", "a"]  # the damaged one by its file's time: now
+    by_id = {s.id: s for s in listed}
+    assert by_id["a"].status == "budget" and by_id["a"].title == "first" and by_id["a"].updated_at == 150.0
+    assert by_id["b"].status == "interrupted" and by_id["b"].title == "fix the bug"  # its first task's line
+    assert by_id["c"].status == "idle"  # live: the host's word, not the log's
+    assert by_id["d"].status == "broken"
+    assert [s.id for s in index.list_sessions("/other")] == ["c"]
+    assert index.latest("/w") == "b" and index.latest("/nowhere") is None
+
+
+def test_collect_removes_old_ended_sessions_and_unreferenced_blobs(state: Path) -> None:
+    sessions, blobs = state / "sessions", state / "blobs"
+    kept_blob, lost_blob = "ab" + "1" * 62, "cd" + "2" * 62
+    for name in (kept_blob, lost_blob):
+        (blobs / name[:2]).mkdir(parents=True, exist_ok=True)
+        (blobs / name[:2] / name[2:]).write_bytes(b"x" * 100)
+    old = _log(sessions, "old", _started(1.0), {"ts": 2.0, "type": "tool_finished", "blob": lost_blob},
+               torn=b"{")
+    old.with_name("old.jsonl.torn").write_bytes(b"{\"half")
+    _log(sessions, "live", _started(1.0))
+    _log(sessions, "keeps", _started(1.0), {"ts": 2.0, "type": "tool_finished", "blob": kept_blob})
+    _log(sessions, "new", _started(9e12))  # updated in the future: never old enough
+    index = SessionIndex(sessions, {"live": Live("running"), "keeps": Live("idle")})
+
+    assert collect(index, state, blobs, DAY_S, dry_run=True) == (["old"], 0, [])
+    assert old.exists()  # a dry run removes nothing
+
+    removed, freed, kept = collect(index, state, blobs, DAY_S, dry_run=False)
+    assert (removed, kept) == (["old"], [])
+    assert not old.exists() and not old.with_name("old.jsonl.torn").exists()
+    assert {p.stem for p in sessions.glob("*.jsonl")} == {"live", "keeps", "new"}
+    assert (blobs / kept_blob[:2] / kept_blob[2:]).exists()  # a remaining log refers to it
+    assert not (blobs / lost_blob[:2] / lost_blob[2:]).exists()
+    assert freed > 100
+
+
+def test_new_session_ids_sort_by_time_and_name_one_log() -> None:
+    first, second = new_session_id(), new_session_id()
+    assert first != second and "/" not in first
+    assert first.split("-")[0] <= second.split("-")[0]
