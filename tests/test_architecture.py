@@ -28,8 +28,8 @@ TOP = ("agents", "client", "daemon", "kernels")
 NOT_MODULES = ("client/demo/",)
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
+def _module_name(path: Path, root: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -37,13 +37,13 @@ def _module_name(path: Path) -> str:
 
 
 @cache
-def modules() -> dict[str, Path]:
-    """Every musec module by dotted name (``musec.daemon.server``) -> its file."""
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every musec module under ``root`` by dotted name (``musec.daemon.server``) -> its file."""
     found = {}
     for top in TOP:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if not path.relative_to(ROOT).as_posix().startswith(NOT_MODULES):
-                found[_module_name(path)] = path
+        for path in sorted((root / top).rglob("*.py")):
+            if not path.relative_to(root).as_posix().startswith(NOT_MODULES):
+                found[_module_name(path, root)] = path
     return found
 
 
@@ -58,9 +58,8 @@ def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def _imports_of(name: str, path: Path) -> Iterator[tuple[str, int]]:
-    """The musec modules ``name`` imports, with the line of each import."""
-    known = modules()
+def _imports_of(name: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str, int]]:
+    """The musec modules (of ``known``) that ``name`` imports, with the line of each import."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -78,20 +77,21 @@ def _imports_of(name: str, path: Path) -> Iterator[tuple[str, int]]:
 
 
 @cache
-def graph() -> dict[str, dict[str, int]]:
-    """importer -> {imported: first line} over every musec module."""
+def graph(root: Path = ROOT) -> dict[str, dict[str, int]]:
+    """importer -> {imported: first line} over every musec module under ``root``."""
     out: dict[str, dict[str, int]] = {}
-    for name, path in modules().items():
+    known = modules(root)
+    for name, path in known.items():
         edges: dict[str, int] = {}
-        for target, line in _imports_of(name, path):
+        for target, line in _imports_of(name, path, known):
             edges.setdefault(target, line)
         out[name] = edges
     return out
 
 
-def cycles() -> list[list[str]]:
+def cycles(root: Path = ROOT) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), each sorted."""
-    g = graph()
+    g = graph(root)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -143,16 +143,17 @@ class Rule:
     why: str
     own: bool = True
 
-    def violations(self) -> list[str]:
+    def violations(self, root: Path = ROOT) -> list[str]:
+        """``path:line imports module`` for each import that breaks the rule."""
         bad = []
-        for importer, edges in graph().items():
+        for importer, edges in graph(root).items():
             if not _in(importer, self.importers):
                 continue
             for target, line in edges.items():
                 if self.own and _in(target, self.importers):
                     continue
                 if not any(_in(target, ok) for ok in self.allowed):
-                    path = modules()[importer].relative_to(ROOT)
+                    path = modules(root)[importer].relative_to(root)
                     bad.append(f"{path}:{line} imports {target}")
         return bad
 
@@ -211,15 +212,41 @@ def test_no_import_circle(top: str) -> None:
     assert not mine, "import circles:\n  " + "\n  ".join(" <-> ".join(c) for c in mine)
 
 
-def test_the_walk_sees_every_kind_of_import() -> None:
-    """The walk itself: relative, absolute, function-level and TYPE_CHECKING imports all
-    become edges, so a rule above cannot pass by not looking."""
-    g = graph()
-    assert "musec.daemon.protocol" in g["musec.daemon.session"]  # from . import protocol as p
-    assert "musec.daemon.eventlog" in g["musec.daemon.session"]  # from .eventlog import ...
-    assert "musec.agents.loop" in g["musec.daemon.session"]  # function-level absolute import
-    assert "musec.daemon.server" in g["musec.daemon"]  # function-level relative import in __init__
-    assert len(modules()) > 80
+def test_the_walk_sees_every_kind_of_import(tmp_path: Path) -> None:
+    """The walk itself, on a small tree made here: relative, absolute, aliased,
+    function-level and TYPE_CHECKING imports all become edges, and a circle and a broken
+    rule are reported, so a rule above cannot pass by not looking."""
+    files = {
+        "agents/__init__.py": "",
+        "agents/a.py": "def f():\n    from . import b\n",
+        "agents/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
+        "agents/tools/__init__.py": "",
+        "agents/tools/t.py": "from ..b import x\nfrom musec.agents.tools import t2\n",
+        "agents/tools/t2.py": "",
+        "daemon/__init__.py": "def main():\n    from .server import run\n",
+        "daemon/server.py": "import musec.agents.a as a\n",
+        "daemon/protocol.py": "from .version import VERSION\n",
+        "daemon/version.py": "VERSION = '1'\n",
+        "client/__init__.py": "import musec.daemon.protocol.Hello\nfrom musec.daemon import server\n",
+        "kernels/__init__.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    g = graph(tmp_path)
+    assert g["musec.agents.a"] == {"musec.agents.b": 2}  # function-level, relative
+    assert g["musec.agents.b"] == {"musec.agents.a": 3}  # TYPE_CHECKING
+    assert g["musec.agents.tools.t"] == {"musec.agents.b": 1, "musec.agents.tools.t2": 2}
+    assert g["musec.daemon"] == {"musec.daemon.server": 2}
+    assert g["musec.daemon.server"] == {"musec.agents.a": 1}  # aliased absolute
+    assert g["musec.client"] == {"musec.daemon.protocol": 1, "musec.daemon.server": 2}  # attribute -> module
+    assert cycles(tmp_path) == [["musec.agents.a", "musec.agents.b"]]
+    rules = {r.name: r for r in RULES}
+    assert rules["client"].violations(tmp_path) == ["client/__init__.py:2 imports musec.daemon.server"]
+    assert rules["protocol"].violations(tmp_path) == ["daemon/protocol.py:1 imports musec.daemon.version"]
+    assert rules["tools"].violations(tmp_path) == ["agents/tools/t.py:1 imports musec.agents.b"]
+    assert rules["agents"].violations(tmp_path) == []
+    assert len(modules()) > 80  # and the real tree is seen
 
 
 def test_every_package_is_installed() -> None:
@@ -228,7 +255,7 @@ def test_every_package_is_installed() -> None:
     import tomllib
 
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-    folders = {_module_name(init): init.parent.relative_to(ROOT).as_posix()
+    folders = {_module_name(init, ROOT): init.parent.relative_to(ROOT).as_posix()
                for top in TOP for init in (ROOT / top).rglob("__init__.py")}
     assert {name: tool["package-dir"].get(name) for name in folders} == folders
     assert sorted(set(folders) - set(tool["packages"])) == []
