@@ -82,7 +82,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return exitcodes.GOAL_UNMET
     _print(report, args.json)
     if args.compare:
-        print()
+        if not args.json:
+            print()
         run_harbor(venv, args, args.compare, jobs_dir, name + "-" + args.compare.replace(":", "_").replace("/", "_"))
         try:
             _print(evalreport.load(jobs_dir / (name + "-" + args.compare.replace(":", "_").replace("/", "_"))), args.json)

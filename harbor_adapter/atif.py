@@ -6,9 +6,9 @@ The mapping, from musec's log (DESIGN §5):
 
 - ``user_message`` -> a ``user`` step;
 - each ``model_response`` of the main agent -> an ``agent`` step: its text blocks as the
-  message, reasoning blocks as ``reasoning_content``, ``tool_call`` blocks as tool calls,
-  the matching ``tool_finished``/``tool_interrupted`` events as the observation, and the
-  call's usage and cost as the step's metrics;
+  message, thinking text and reasoning summaries as ``reasoning_content``, ``tool_call``
+  blocks as tool calls, the matching ``tool_finished``/``tool_interrupted`` events as the
+  observation, and the call's usage and cost as the step's metrics;
 - ``final_metrics`` sums every ``model_response`` of the session (background agents and
   workers included), exactly as ``musec cost`` does.
 
@@ -95,8 +95,10 @@ def _results(events: list[dict[str, Any]]) -> dict[str, str]:
 def _agent_step(step_id: int, ev: dict[str, Any], results: dict[str, str]) -> Step:
     blocks = ev.get("content") or []
     text = "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text").strip()
-    reasoning = "\n".join(b.get("text") or b.get("summary") or "" for b in blocks
-                          if b.get("type") in ("reasoning", "thinking")).strip()
+    # Anthropic thinking is logged as ``thinking``; OpenAI reasoning keeps only its summary
+    # readable (the item itself is opaque, often encrypted, and never parsed).
+    reasoning = "\n".join(str(b.get("thinking") if b.get("type") == "thinking" else b.get("summary") or "")
+                          for b in blocks if b.get("type") in ("reasoning", "thinking")).strip()
     calls = [b for b in blocks if b.get("type") == "tool_call"]
     u = ev.get("usage") or {}
     cached = int(u.get("cache_read_tokens", 0))

@@ -78,11 +78,14 @@ def test_task_set_scripted_rewards_trajectories_and_concurrency(harbor_venv: Pat
     home = Path(tempfile.mkdtemp(prefix="mh", dir="/tmp"))
     try:
         proc = _eval(harbor_venv, home, str(EVALS), "--model", f"scripted:{scripts}/{{task}}.json", "-n", "4",
-                     "--jobs-dir", str(tmp_path / "jobs"), "--job-name", "set", "--ak", "agents=none", "--json")
+                     "--jobs-dir", str(tmp_path / "jobs"), "--job-name", "set", "--ak", "agents=none", "--json",
+                     "--compare", "nop")
     finally:
         shutil.rmtree(home, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads(proc.stdout)
+    summary, compared = (json.loads(line) for line in proc.stdout.strip().splitlines())
+    # --compare ran Harbor's do-nothing agent on the same tasks: every hidden test fails it.
+    assert (compared["agent"], compared["trials"], compared["passed"]) == ("nop", len(tasks), 0)
     trials = _trials(tmp_path / "jobs" / "set")
     assert sorted(trials) == tasks
     rewards = {name: (t.get("verifier_result") or {}).get("rewards", {}).get("reward") for name, t in trials.items()}
