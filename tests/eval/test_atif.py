@@ -9,7 +9,11 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.eval.test_eval_harbor import _harbor_venv
+
+pytestmark = pytest.mark.slow
 
 SCRIPT = """
 import json, sys
