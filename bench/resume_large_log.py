@@ -1,87 +1,165 @@
-"""Resume cost for a large session log: wall time and peak memory.
+"""Resuming a session from a large log through the daemon: time and the daemon's memory.
 
-    python bench/resume_large_log.py [--mib 100]
+    python bench/resume_large_log.py [--mib 100] [--pairs 3]
 
-Writes a synthetic session log of about ``--mib`` MiB (turns of a model call, a tool call
-and an 8 KiB tool result), then, in fresh child processes, measures (a) the baseline:
-reading the file's bytes once, and (b) what resuming costs the daemon: opening the log
-for appending (lock, torn-tail check, chain verification) and folding every event into
-the agent's history. Prints seconds and peak RSS of each and their ratio. Target (issue
-4): at most 2 s and 200 MiB RSS for 100 MiB.
+Makes two real sessions with the scripted model through a daemon (a turn that reads an
+8 KiB file, then a final answer; no background agents). One is kept small; the other is grown to about
+``--mib`` MiB by repeating its tool turn (a model call, a tool call and its 8 KiB result)
+with fresh call ids, renumbered and re-chained by the log format's rules (DESIGN §5:
+``h_n = sha256(h_{n-1} || body_n)``, 32 hex digits), and checked with ``musec log verify``.
+
+Each trial starts a fresh daemon, then a client process (this one) sends
+``ResumeSession`` and times it until the daemon answers ``SessionStarted``: the daemon has
+opened the log (lock, torn-tail check), folded every event into the agent's history and
+the session's state, and hosts the session again. The daemon's peak RSS growth over that
+request is read from ``/proc/PID/status`` (``VmHWM``). Baseline: the small session resumed
+the same way; candidate: the large one; pairs interleaved (A B, B A, ...), per-pair ratios.
+Targets (issue 4): at most 2 s and 200 MiB RSS for 100 MiB.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
-CHILD_BASELINE = """
-import sys, time, resource
-t0 = time.perf_counter()
-data = open(sys.argv[1], 'rb').read()
-print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-"""
+from _pairs import paired, print_ratios
 
-CHILD_RESUME = """
-import sys, time, resource
-from pathlib import Path
-from musec.daemon.eventlog import EventLog, iter_events
-from musec.daemon.resume import fold_for_resume
-from musec.agents.history import History
-t0 = time.perf_counter()
-log, report = EventLog.open(Path(sys.argv[1]))
-history = History("main")
-state = fold_for_resume(iter_events(Path(sys.argv[1])), [history.apply])
-elapsed = time.perf_counter() - t0
-assert report.events == state.events, (report.events, state.events)
-print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(history.messages))
-"""
+BIN = Path(sys.executable).parent
+MUSEC = str(BIN / "musec")
+_SEQ = re.compile(rb'^\{"seq":\d+,')
+_H = re.compile(rb',"h":"[0-9a-f]+"\}$')
 
 
-def write_log(path: Path, mib: int) -> int:
-    from musec.daemon.eventlog import EventLog
+@dataclass
+class Resume:
+    """One resume: seconds until ``SessionStarted``, the daemon's peak RSS (MiB) and its growth."""
 
-    log = EventLog.create(path)
-    log.append("session_started", workspace="/w", model="scripted:/s.json", system_prompt="be good", git={})
-    output = ("lorem ipsum dolor sit amet " * 320)[:8192]
-    n = 0
-    log.append("user_message", text="make the tests pass", sync=False)
-    while path.stat().st_size < mib * 1024 * 1024:
-        call = f"toolu_{n:08d}"
-        log.append("model_request", provider="scripted", model="m", digest="0" * 64, messages=n)
-        log.append("model_response", content=[{"type": "text", "text": "Running it."},
-                                               {"type": "tool_call", "id": call, "name": "bash", "input": {"command": f"pytest -k t{n}"}}],
-                   stop_reason="tool_use", usage={"input_tokens": 100, "output_tokens": 20})
-        log.append("tool_started", call_id=call, tool="bash", input={"command": f"pytest -k t{n}"})
-        log.append("tool_finished", call_id=call, tool="bash", content=output, is_error=False, exit_status=0)
-        n += 1
-    log.close()
-    return n
+    seconds: float
+    peak_mib: float
+    growth_mib: float
 
 
-def child(code: str, path: Path) -> list[float]:
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
-    return [float(x) for x in out.stdout.split()]
+def make_session(home: str, work: Path, name: str) -> str:
+    """A real two-turn session (read an 8 KiB file, answer); returns its id."""
+    workspace = work / name
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("".join(f"{n:3d} lorem ipsum dolor sit amet, consectetur adipiscing elit\n"
+                                                 for n in range(136)))  # 8 KiB in 136 lines
+    script = work / f"{name}.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "read_file", "input": {"path": "notes.txt"}}],
+                                            [{"text": "Read it."}]]}))
+    proc = subprocess.run([MUSEC, "run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "none",
+                           "--output-format", "json", "read the notes"],
+                          cwd=workspace, env={**os.environ, "MUSEC_HOME": home}, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"musec run failed: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)["session_id"]
+
+
+def grow(path: Path, mib: int) -> int:
+    """Repeat the session's tool turn until the log is ``mib`` MiB; returns the repeats."""
+    lines = path.read_bytes().splitlines()
+    events = [json.loads(line) for line in lines]
+    calls = [i for i, e in enumerate(events) if e["type"] == "model_request" and e.get("agent", "main") == "main"]
+    head, block, tail = lines[: calls[0]], lines[calls[0]: calls[1]], lines[calls[1]:]
+    call_id = next(e["call_id"] for e in events[calls[0]: calls[1]] if e["type"] == "tool_started").encode()
+    seq, prev_h, repeats = 0, b"", 0
+    with open(path, "wb") as out:
+
+        def put(line: bytes) -> None:
+            nonlocal seq, prev_h
+            body = _H.sub(b"}", _SEQ.sub(b'{"seq":%d,' % seq, line, count=1), count=1)
+            prev_h = hashlib.sha256(prev_h + body).hexdigest()[:32].encode()
+            out.write(body[:-1] + b',"h":"' + prev_h + b'"}\n')
+            seq += 1
+
+        for line in head:
+            put(line)
+        while out.tell() < mib * 2**20:
+            for line in block:
+                put(line.replace(call_id, call_id + b"_%d" % repeats))
+            repeats += 1
+        for line in tail:
+            put(line)
+    return repeats
+
+
+def _vm_hwm_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise SystemExit("no VmHWM in /proc: this bench needs Linux")
+
+
+def resume_once(sid: str) -> Resume:
+    """Start a daemon, resume ``sid`` through it, end the session, stop the daemon."""
+    from musec.client.connection import connect
+    from musec.daemon import protocol as p
+
+    subprocess.run([MUSEC, "daemon", "start"], check=True, capture_output=True)
+    try:
+        pid = json.loads(subprocess.run([MUSEC, "daemon", "status", "--json"], check=True, capture_output=True,
+                                        text=True).stdout)["pid"]
+        before = _vm_hwm_mib(pid)
+        conn = connect(start=False)
+        t0 = time.perf_counter()
+        conn.send(p.ResumeSession(id=1, session_id=sid, interactive=True, end_when_idle=False))
+        while True:
+            msg = conn.recv(120)
+            if isinstance(msg, p.Error):
+                raise SystemExit(f"resume failed: {msg.message}")
+            if isinstance(msg, p.SessionStarted):
+                break
+        seconds = time.perf_counter() - t0
+        peak = _vm_hwm_mib(pid)
+        conn.request(p.EndSession(id=2, session_id=sid))
+        conn.close()
+    finally:
+        subprocess.run([MUSEC, "daemon", "stop"], capture_output=True)
+    return Resume(seconds, peak, peak - before)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mib", type=int, default=100)
+    parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "big.jsonl"
-        turns = write_log(path, args.mib)
-        size = path.stat().st_size / 2**20
-        base_s, base_kib = child(CHILD_BASELINE, path)
-        res_s, res_kib, messages = child(CHILD_RESUME, path)
-    print(json.dumps({"log_mib": round(size, 1), "turns": turns, "messages": int(messages)}))
-    print(f"read the bytes once   {base_s:6.2f} s  {base_kib / 1024:7.1f} MiB peak RSS")
-    print(f"open + fold (resume)  {res_s:6.2f} s  {res_kib / 1024:7.1f} MiB peak RSS  "
-          f"({res_s / base_s:.1f}x time, {res_kib / base_kib:.2f}x memory; target <= 2 s, <= 200 MiB)")
+    home = tempfile.mkdtemp(prefix="mhr", dir="/tmp")
+    work = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))
+    os.environ["MUSEC_HOME"] = home
+    try:
+        small = make_session(home, work, "small")
+        large = make_session(home, work, "large")
+        subprocess.run([MUSEC, "daemon", "stop"], capture_output=True)
+        sessions = Path(home) / "state" / "sessions"
+        repeats = grow(sessions / f"{large}.jsonl", args.mib)
+        check = subprocess.run([MUSEC, "log", "verify", large], capture_output=True, text=True)
+        if check.returncode != 0:
+            raise SystemExit(f"the grown log does not verify (has the line format changed?): {check.stdout}{check.stderr}")
+        sizes = {sid: (sessions / f"{sid}.jsonl").stat().st_size / 2**20 for sid in (small, large)}
+        pairs = paired(args.pairs, baseline=lambda: resume_once(small), candidate=lambda: resume_once(large))
+    finally:
+        subprocess.run([MUSEC, "daemon", "stop"], capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"resume through the daemon: baseline a {sizes[small] * 1024:.0f} KiB log, candidate a "
+          f"{sizes[large]:.1f} MiB log ({repeats} tool turns); fresh daemon each time, {args.pairs} pairs")
+    print_ratios("ResumeSession -> SessionStarted", [(a.seconds, b.seconds) for a, b in pairs], " s", ".3f")
+    print_ratios("daemon peak RSS", [(a.peak_mib, b.peak_mib) for a, b in pairs], " MiB", ".1f")
+    print_ratios("daemon peak RSS growth", [(a.growth_mib, b.growth_mib) for a, b in pairs], " MiB", ".1f")
+    worst = max(b.seconds for _, b in pairs), max(b.peak_mib for _, b in pairs)
+    print(f"large log, worst of {args.pairs}: {worst[0]:.2f} s, {worst[1]:.0f} MiB peak RSS "
+          f"(targets for 100 MiB: 2 s, 200 MiB)")
 
 
 if __name__ == "__main__":
