@@ -7,8 +7,9 @@ committed once. Each round creates ``--workers`` worktrees with ``create_worktre
 session, after ``prepare_base``) and, in the same run on the same disk, as many with
 ``git worktree add -b`` from the same commit (who goes first alternates); both are
 removed between rounds. Printed:
-the median time of each per round, per worktree, and the ratio musec / git (1.0: as fast
-as git; below 1: faster). The user's git configuration is ignored for both.
+the median time of each per round, per worktree, and the ratio musec / git of each round
+with its min, median and max (1.0: as fast as git; below 1: faster). The user's git
+configuration is ignored for both.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 import pygit2
+from _pairs import print_ratios
 from musec.agents.workers import create_worktree, prepare_base, remove_worktrees
 from pygit2.enums import ConfigLevel
 
@@ -97,7 +99,9 @@ def main() -> None:
               + " ".join(f"{t:.2f}" for t in ours))
         print(f"git worktree add x{n}:     {g:.2f} s ({g / n * 1000:.0f} ms each)  rounds: "
               + " ".join(f"{t:.2f}" for t in theirs))
-        print(f"ratio musec/git: {m / g:.2f}  ({subprocess.run(['git', '--version'], capture_output=True, text=True).stdout.strip()}, libgit2 {pygit2.LIBGIT2_VERSION})")
+        print_ratios(f"{n} worktrees, git -> musec", list(zip(theirs, ours, strict=True)), " s")
+        print(f"({subprocess.run(['git', '--version'], capture_output=True, text=True).stdout.strip()}, "
+              f"libgit2 {pygit2.LIBGIT2_VERSION})")
 
 
 if __name__ == "__main__":
