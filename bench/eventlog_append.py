@@ -1,9 +1,11 @@
 """Event log appends per second, with and without fsync, as ratios to plain file writes.
 
-    python bench/eventlog_append.py [--events N] [--dir DIR]
+    python bench/eventlog_append.py [--events N] [--fsync-events N] [--rounds 5] [--dir DIR]
 
 The baselines, run on the same disk in the same run: a loop of ``os.write`` of lines of
-the same size (no fsync), and the same loop with ``os.fsync`` after each line. A ratio of
+the same size (no fsync), and the same loop with ``os.fsync`` after each line. Each round
+runs baseline and log once (who goes first alternates), into fresh files; printed: the
+median rates and the ratio log / baseline of each round (min, median, max). A ratio of
 1.0 means the log costs nothing over the bare system calls.
 """
 
@@ -15,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _pairs import paired, print_ratios
 from musec.daemon.eventlog import EventLog
 
 FIELDS = {"call_id": "toolu_01AbCdEfGhIjKlMnOpQrStUv", "tool": "bash", "input": {"command": "pytest -q tests/test_x.py"},
@@ -31,6 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--fsync-events", type=int, default=2_000)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--dir", default=None)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
@@ -53,15 +57,17 @@ def main() -> None:
                 log.append("tool_finished", sync=sync, **FIELDS)
             log.close()
 
-        w = rate(args.events, lambda n: plain(n, False, "plain.txt"))
-        lw = rate(args.events, lambda n: logged(n, False, "log.jsonl"))
-        ws = rate(args.fsync_events, lambda n: plain(n, True, "plain_sync.txt"))
-        ls = rate(args.fsync_events, lambda n: logged(n, True, "log_sync.jsonl"))
-    print(f"line size {len(line)} bytes")
-    print(f"plain write            {w:10.0f}/s   1.00x")
-    print(f"event log, no fsync    {lw:10.0f}/s   {lw / w:.2f}x of plain write")
-    print(f"plain write+fsync      {ws:10.0f}/s   1.00x")
-    print(f"event log, fsync each  {ls:10.0f}/s   {ls / ws:.2f}x of plain write+fsync")
+        names = iter(range(1_000_000))
+
+        def rates(n: int, sync: bool) -> list[tuple[float, float]]:
+            return paired(args.rounds, baseline=lambda: rate(n, lambda k: plain(k, sync, f"p{next(names)}")),
+                          candidate=lambda: rate(n, lambda k: logged(k, sync, f"l{next(names)}")))
+
+        no_sync = rates(args.events, False)
+        each_sync = rates(args.fsync_events, True)
+    print(f"line size {len(line)} bytes; appends per second, {args.rounds} rounds")
+    print_ratios("no fsync: plain write -> log", no_sync, "/s", ".0f")
+    print_ratios("fsync each: write+fsync -> log", each_sync, "/s", ".0f")
 
 
 if __name__ == "__main__":
