@@ -10,7 +10,8 @@ The mapping, from musec's log (DESIGN §5):
   blocks as tool calls, the matching ``tool_finished``/``tool_interrupted`` events as the
   observation, and the call's usage and cost as the step's metrics;
 - ``final_metrics`` sums every ``model_response`` of the session (background agents and
-  workers included), exactly as ``musec cost`` does.
+  workers included), exactly as ``musec cost`` does; each other agent's calls are an
+  embedded ``subagent_trajectories`` entry (``trajectory_id`` = its musec agent id).
 
 Token conventions: musec's ``input_tokens`` counts uncached input only (cache reads and
 writes are separate); ATIF's and Harbor's prompt/input counts include the cached part, so
@@ -142,6 +143,7 @@ def trajectory_from_events(events: list[dict[str, Any]], *, agent_version: str, 
     totals = usage_totals(events)
     ended = next((e for e in reversed(events) if e.get("type") == "session_ended"), {})
     others = sorted({str(e.get("agent")) for e in events if e.get("type") == "model_response"} - {"main"})
+    subagents = [_subagent(agent, events, results, agent_version) for agent in others]
     return Trajectory(
         session_id=str(started.get("session_id") or "") or None,
         agent=Agent(name="musec", version=agent_version, model_name=model_name,
@@ -149,11 +151,26 @@ def trajectory_from_events(events: list[dict[str, Any]], *, agent_version: str, 
                     extra={"approval": started.get("approval"), "sandbox": started.get("sandbox"),
                            "background": started.get("background")}),
         steps=steps,
-        notes=("steps are the main agent's; final_metrics include the model calls of "
-               f"{', '.join(others)} too (as `musec cost` does)") if others else None,
+        notes=("steps are the main agent's; the other agents' are in subagent_trajectories, and "
+               f"final_metrics include the model calls of {', '.join(others)} too (as `musec cost` does)")
+        if others else None,
+        subagent_trajectories=subagents or None,
         final_metrics=FinalMetrics(
             total_prompt_tokens=totals["n_input_tokens"], total_completion_tokens=totals["n_output_tokens"],
             total_cached_tokens=totals["n_cache_tokens"], total_cost_usd=totals["cost_usd"], total_steps=len(steps),
             extra={"model_calls": totals["calls"], "exit_reason": ended.get("exit_reason"), "turns": ended.get("turns")},
         ),
+    )
+
+
+def _subagent(agent: str, events: list[dict[str, Any]], results: dict[str, str], version: str) -> Trajectory:
+    """A background agent's or worker's model calls as an embedded ATIF trajectory."""
+    mine = [e for e in events if e.get("agent") == agent and e.get("type") == "model_response"]
+    steps = [_agent_step(i + 1, ev, results) for i, ev in enumerate(mine)]
+    t = usage_totals(mine)
+    return Trajectory(
+        trajectory_id=agent, agent=Agent(name=f"musec:{agent}", version=version), steps=steps,
+        final_metrics=FinalMetrics(total_prompt_tokens=t["n_input_tokens"], total_completion_tokens=t["n_output_tokens"],
+                                   total_cached_tokens=t["n_cache_tokens"], total_cost_usd=t["cost_usd"],
+                                   total_steps=len(steps)),
     )

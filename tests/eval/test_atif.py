@@ -68,3 +68,6 @@ def test_log_with_interrupts_reasoning_and_background_agents(tmp_path: Path) -> 
     assert (fm["total_prompt_tokens"], fm["total_completion_tokens"], fm["total_cached_tokens"]) == (362, 33, 50)
     assert fm["total_cost_usd"] == totals["cost_usd"] == 0.875
     assert totals["by_model"]["small"]["n_input_tokens"] == 7 and "scout" in t["notes"]
+    (scout,) = t["subagent_trajectories"]
+    assert scout["trajectory_id"] == "scout" and scout["steps"][0]["message"] == "map"
+    assert scout["final_metrics"]["total_cost_usd"] == 0.25
