@@ -46,6 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--job-name", default=None)
     ev.add_argument("--ak", action="append", default=[], metavar="KEY=VALUE", help="MusecAgent option (repeatable)")
     ev.add_argument("--ae", action="append", default=[], metavar="KEY=VALUE", help="agent environment variable")
+    ev.add_argument("--base-url", default=None, help="the model's endpoint (Harbor's model connection)")
+    ev.add_argument("--api-key-name", default=None, metavar="VAR", help="the variable holding the model's key")
     ev.add_argument("--compare", default=None, metavar="AGENT",
                     help="also run this Harbor agent (e.g. mini-swe-agent, claude-code) on the same tasks and model")
     ev.add_argument("--harbor-venv", default=None, help="Harbor's virtual environment (default: $MUSEC_HARBOR_VENV)")
@@ -192,6 +194,8 @@ def harbor_argv(venv: Path, args: argparse.Namespace, agent: str, jobs_dir: Path
     if agent == AGENT:
         for kv in args.ak:
             argv += ["--ak", kv]
+        argv += ["--base-url", args.base_url] if args.base_url else []
+        argv += ["--api-key-name", args.api_key_name] if args.api_key_name else []
     for kv in args.ae:
         argv += ["--ae", kv]
     return argv

@@ -16,9 +16,10 @@ session (saved as ``musec-cost.json``).
 Models: any musec model id (``anthropic/...``, ``openai/...``, ``openai-compat/...``,
 catalog aliases) or ``scripted:PATH``; in a scripted path ``{task}`` becomes the task's
 name, and the file is uploaded into the environment. Provider credentials and endpoints
-(``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``OPENAI_*``, ``AZURE_OPENAI_*``) are taken
-from Harbor's process environment and from ``--ae KEY=VALUE``; Harbor's own routing flags
-(``--base-url``, ``--api-key-name``) are not supported: set the variables instead.
+come through Harbor's model-connection mechanism (the provider's key variable, or the one
+``--api-key-name`` names; ``--base-url``), then musec's standard variables
+(``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``OPENAI_*``, ``AZURE_OPENAI_*``) from
+Harbor's process environment, and ``--ae KEY=VALUE``.
 
 Agent kwargs (``--ak``): ``sandbox`` (musec's command sandbox inside the environment,
 ``off`` by default because the task environment is the sandbox; ``bwrap`` also isolates
@@ -38,6 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
+from harbor.agents.agent_auth_resolution import ModelConnectionSpec
 from harbor.agents.capabilities import AgentCapabilities
 from harbor.agents.installed.base import (
     BaseInstalledAgent,
@@ -47,6 +49,7 @@ from harbor.agents.installed.base import (
 from harbor.agents.options import InstalledAgentOptions
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext, ModelUsage
+from harbor.models.model_api_format import ModelApiFormat
 from harbor.models.task.config import NetworkMode
 from pydantic import Field
 
@@ -72,10 +75,25 @@ class MusecOptions(InstalledAgentOptions):
     wheelhouse: str | None = Field(default=None, description="a folder of wheels: install offline from it.")
 
 
-class MusecAgent(BaseInstalledAgent):
-    """musec, installed into the task environment and run headless (``musec run``)."""
+_FORMATS = (ModelApiFormat.ANTHROPIC_MESSAGES, ModelApiFormat.OPENAI_RESPONSES, ModelApiFormat.OPENAI_CHAT_COMPLETIONS)
+_KEY_VAR = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", ModelApiFormat.ANTHROPIC_MESSAGES: "ANTHROPIC_API_KEY",
+            ModelApiFormat.OPENAI_RESPONSES: "OPENAI_API_KEY", ModelApiFormat.OPENAI_CHAT_COMPLETIONS: "OPENAI_API_KEY"}
+_URL_VAR = {k: v.replace("_API_KEY", "_BASE_URL") for k, v in _KEY_VAR.items()}
+# Where a --base-url goes for providers Harbor does not know by name (musec's own ids).
+_URL_VAR_BY_PREFIX = {"openai-compat": "OPENAI_BASE_URL", "azure": "AZURE_OPENAI_ENDPOINT"}
 
-    capabilities = AgentCapabilities(atif=True)
+
+class MusecAgent(BaseInstalledAgent):
+    """musec, installed into the task environment and run headless (``musec run``).
+
+    Provider access goes through Harbor's model-connection resolution: the key of the
+    model's provider (``--api-key-name NAME`` picks another variable) and ``--base-url``
+    reach musec as its standard variables (``ANTHROPIC_API_KEY``, ``OPENAI_BASE_URL``, ...).
+    """
+
+    capabilities = AgentCapabilities(atif=True, base_url=True)
+    MODEL_CONNECTION = ModelConnectionSpec(supported_api_formats=list(_FORMATS), api_key_destination_names=dict(_KEY_VAR),
+                                           base_url_destination_names=dict(_URL_VAR))
     options_model = MusecOptions
     _wheel_cache: ClassVar[dict[str, Path]] = {}
     _wheel_lock: ClassVar[asyncio.Lock | None] = None
@@ -168,6 +186,7 @@ class MusecAgent(BaseInstalledAgent):
         if script is not None:
             await environment.upload_file(script, "/installed-agent/model.json")
         env = {k: v for k in CREDENTIAL_VARS if (v := os.environ.get(k))}
+        env.update(self._connection_env())
         env.update(MUSEC_HOME=MUSEC_HOME, MUSEC_SOCKET="/tmp/musec-harbor/musecd.sock", NO_COLOR="1")
         if opts.agents is not None:
             env["MUSEC_AGENTS"] = opts.agents
@@ -184,6 +203,18 @@ class MusecAgent(BaseInstalledAgent):
         if code == PROVIDER_EXIT:
             raise UnknownApiError(detail)
         raise NonZeroAgentExitCodeError(detail)
+
+    def _connection_env(self) -> dict[str, str]:
+        """musec's provider variables from Harbor's resolved model connection."""
+        if not self.model_name or self.model_name.startswith("scripted:"):
+            return {}
+        connection = self.model_connection
+        env = dict(connection.env)
+        url = connection.execution_base_url
+        if url and not any(k.endswith(("_BASE_URL", "_ENDPOINT")) for k in env):
+            prefix = self.model_name.split("/", 1)[0]
+            env[_URL_VAR_BY_PREFIX.get(prefix, "OPENAI_BASE_URL")] = url
+        return env
 
     # --- after the run ----------------------------------------------------------------
 

@@ -126,9 +126,12 @@ def test_anthropic_wire_tokens_and_cost_equal_musec_cost(harbor_venv: Path, tmp_
     try:
         with AnthropicServer() as server:
             server.enqueue(*_anthropic_turns())
+            # The key and endpoint reach musec through Harbor's model connection: the key from
+            # the variable --api-key-name names, the endpoint from --base-url.
             proc = _eval(harbor_venv, home, str(EVALS / "fix-failing-test"), "--model", "anthropic/claude-sonnet-4-6",
                          "--jobs-dir", str(tmp_path / "jobs"), "--job-name", "wire", "--ak", "agents=none",
-                         env={"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": server.base_url})
+                         "--base-url", server.base_url, "--api-key-name", "EVAL_TEST_ANTHROPIC_KEY",
+                         env={"EVAL_TEST_ANTHROPIC_KEY": key})
             requests = list(server.requests)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert len(requests) == 4 and all(r.headers["x-api-key"] == key for r in requests)
@@ -158,6 +161,7 @@ def test_anthropic_wire_tokens_and_cost_equal_musec_cost(harbor_venv: Path, tmp_
     assert [c["tool_call_id"] for s in steps for c in s.get("tool_calls", [])] == [
         "toolu_01EvalRunA1", "toolu_01EvalEditB2", "toolu_01EvalRunC3"]
     assert "OK" in steps[2]["observation"]["results"][0]["content"]
-    assert key not in json.dumps(trajectory) and key not in (agent_dir / "musec-stream.jsonl").read_text()
+    leaked = [p for p in (tmp_path / "jobs").rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    assert not leaked, f"the API key was written to {leaked}"
     check = _validate_atif(harbor_venv, [agent_dir / "trajectory.json"])
     assert check.returncode == 0, check.stderr[-2000:]
