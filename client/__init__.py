@@ -2,20 +2,23 @@
 
 Importing this package does nothing. ``main`` answers ``--version`` before importing
 anything else, so that path stays as cheap as a bare interpreter start.
+
+``__version__`` is musec's one written version: ``pyproject.toml`` reads it for the
+distribution's metadata, and the daemon reports that (``musec.daemon.version``).
 """
 
 from __future__ import annotations
 
 import sys
 
+__version__ = "0.1.0"
+
 
 def main() -> None:
     """Console script ``musec``."""
     argv = sys.argv[1:]
     if argv == ["--version"]:
-        from musec.daemon.version import VERSION
-
-        sys.stdout.write(f"musec {VERSION}\n")
+        sys.stdout.write(f"musec {__version__}\n")
         sys.exit(0)
     from .cli import main as cli_main
 

@@ -1,4 +1,5 @@
-"""The client's connection to the daemon: blocking socket, framing, start on demand.
+"""The client's connection to the daemon: blocking socket, framing, start on demand, and
+a daemon of another version replaced when nobody is using it (mypy's dmypy does the same).
 
 Only the standard library and ``musec.daemon.protocol`` are imported here (the client's
 start time is measured).
@@ -9,46 +10,93 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from musec.daemon import protocol as p
 
-from .errors import DaemonLost, DaemonNotRunning, DaemonStartFailed, ProtocolMismatch, RequestFailed
+from . import __version__
+from .errors import (
+    DaemonLost,
+    DaemonNotRunning,
+    DaemonStartFailed,
+    MessageTooLarge,
+    ProtocolMismatch,
+    RequestFailed,
+)
+from .output import err
 
 START_TIMEOUT_S = 20.0
-_SECRET_MARKERS = ("_KEY", "_TOKEN", "_SECRET", "PASSWORD")
+STOP_TIMEOUT_S = 10.0
 
 
 class Connection:
     """One connection to the daemon, after the ``Hello`` exchange.
 
-    ``request`` sends a message and returns the first reply that carries its id and is
-    not an event stream message; ``recv`` returns the next message of any kind.
+    ``request`` sends a message and returns its reply (``protocol.REPLY``); ``recv``
+    returns the next message of any kind. ``daemon`` is the daemon's ``Hello``;
+    ``peer_pid`` the daemon's pid as the kernel reports it.
     """
 
-    def __init__(self, sock: socket.socket, daemon_hello: p.Hello) -> None:
+    def __init__(self, sock: socket.socket, daemon_hello: p.Hello, peer_pid: int) -> None:
         self.sock = sock
         self.daemon = daemon_hello
+        self.peer_pid = peer_pid
         self._frames = p.FrameBuffer()
-        self._ready: list[Any] = []
+        self._ready: list[p.DaemonMsg] = []
         self._ids = itertools.count(1)
+
+    @property
+    def compatible(self) -> bool:
+        """Whether the daemon speaks this client's protocol."""
+        return self.daemon.protocol_version == p.PROTOCOL_VERSION
 
     def next_id(self) -> int:
         return next(self._ids)
 
-    def send(self, msg: Any) -> None:
+    def send(self, msg: p.ClientMsg) -> None:
+        """Send one message.
+
+        Raises:
+            MessageTooLarge: it is over the frame limit (a huge task or message).
+            DaemonLost: the daemon is gone.
+        """
         try:
-            self.sock.sendall(p.encode(msg))
+            frame = p.encode(msg)
+        except p.FrameError:
+            size = len(getattr(msg, "task", "") or getattr(msg, "text", "") or "")
+            what = f"the task ({size} bytes)" if size else "the request"
+            raise MessageTooLarge(
+                f"{what} is over the {p.MAX_FRAME_BYTES // (1024 * 1024)} MiB a message to the daemon may carry; "
+                "save it to a file in the workspace and give a short task that points to it") from None
+        try:
+            self.sock.sendall(frame)
         except OSError as exc:
             raise DaemonLost("lost the connection to the daemon; check `musec daemon status`") from exc
 
-    def recv(self, timeout_s: float | None = None) -> Any:
-        """The next daemon message. Raises ``DaemonLost`` if the daemon goes, ``TimeoutError``."""
+    def _feed(self, data: bytes) -> None:
+        try:
+            for body in self._frames.feed(data):
+                self._ready.append(p.decode_daemon(body))
+        except p.FrameError as exc:
+            raise ProtocolMismatch(
+                f"the daemon sent what this client cannot read ({exc}); it may be another version of musec: "
+                "`musec daemon status` shows it, `musec daemon stop` stops it") from None
+
+    def recv(self, timeout_s: float | None = None) -> p.DaemonMsg:
+        """The next daemon message.
+
+        Raises:
+            DaemonLost: the daemon went away.
+            TimeoutError: nothing came in ``timeout_s``.
+            ProtocolMismatch: the daemon sent something this client cannot decode.
+        """
         self.sock.settimeout(timeout_s)
         while not self._ready:
             try:
@@ -59,11 +107,10 @@ class Connection:
                 raise DaemonLost("lost the connection to the daemon") from exc
             if not data:
                 raise DaemonLost("the daemon closed the connection")
-            for body in self._frames.feed(data):
-                self._ready.append(p.decode_daemon(body))
+            self._feed(data)
         return self._ready.pop(0)
 
-    def pending(self) -> list[Any]:
+    def pending(self) -> list[p.DaemonMsg]:
         """Read what the daemon has sent so far without blocking; the messages stay queued
         for ``recv`` and are also returned (to look for, say, an approval resolved)."""
         self.sock.settimeout(0)
@@ -72,8 +119,7 @@ class Connection:
                 data = self.sock.recv(1 << 16)
                 if not data:
                     raise DaemonLost("the daemon closed the connection")
-                for body in self._frames.feed(data):
-                    self._ready.append(p.decode_daemon(body))
+                self._feed(data)
         except (BlockingIOError, TimeoutError):
             pass
         except OSError as exc:
@@ -83,15 +129,38 @@ class Connection:
         return list(self._ready)
 
     def request(self, msg: Any, timeout_s: float | None = 30.0) -> Any:
-        """Send ``msg`` and wait for its direct reply. Raises ``RequestFailed`` on ``Error``."""
+        """Send ``msg`` and wait for its reply, of the type ``protocol.REPLY`` names.
+
+        Messages of a session stream this connection follows are skipped.
+
+        Raises:
+            RequestFailed: the daemon answered with an ``Error``.
+            ProtocolMismatch: the reply is not of the expected type.
+            DaemonLost, TimeoutError: as ``recv``.
+        """
+        expected = p.REPLY[type(msg)]
         self.send(msg)
         while True:
             reply = self.recv(timeout_s)
-            if getattr(reply, "id", None) not in (msg.id, 0) or isinstance(reply, (p.Event, p.Delta)):
-                continue
-            if isinstance(reply, p.Error):
-                raise RequestFailed(reply.code, reply.message)
-            return reply
+            match reply:
+                case p.Error():
+                    if reply.id in (msg.id, 0):
+                        raise RequestFailed(reply.code, reply.message)
+                case p.Event() | p.Delta() | p.Idle() | p.SessionEnded() | p.Resync() | p.SessionStarted():
+                    pass  # a session stream, not this reply
+                case p.Hello():
+                    raise ProtocolMismatch("the daemon sent a second Hello; restart it with `musec daemon stop`")
+                case (p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
+                      | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply()):
+                    if reply.id != msg.id:
+                        continue
+                    if not isinstance(reply, expected):
+                        raise ProtocolMismatch(
+                            f"the daemon answered {type(msg).__name__} with {type(reply).__name__}, not "
+                            f"{expected.__name__}; it may be another version: `musec daemon status`")
+                    return reply
+                case _:
+                    assert_never(reply)
 
     def close(self) -> None:
         try:
@@ -100,9 +169,19 @@ class Connection:
             pass
 
 
+def _peer(sock: socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a Unix socket, where the OS says."""
+    if hasattr(socket, "SO_PEERCRED"):
+        pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        return pid, uid
+    if hasattr(os, "getpeereid"):  # pragma: no cover - macOS/BSD: no pid
+        return 0, os.getpeereid(sock.fileno())[0]  # type: ignore[attr-defined]
+    return None  # pragma: no cover
+
+
 def _handshake(sock: socket.socket, timeout_s: float) -> p.Hello:
     sock.settimeout(timeout_s)
-    sock.sendall(p.encode(p.Hello(protocol_version=p.PROTOCOL_VERSION, version=p.__version__, role="client", pid=os.getpid())))
+    sock.sendall(p.encode(p.Hello(protocol_version=p.PROTOCOL_VERSION, version=__version__, role="client", pid=os.getpid())))
     frames = p.FrameBuffer()
     while True:
         data = sock.recv(1 << 16)
@@ -110,22 +189,28 @@ def _handshake(sock: socket.socket, timeout_s: float) -> p.Hello:
             raise DaemonLost("the daemon closed the connection during the handshake")
         bodies = frames.feed(data)
         if bodies:
-            msg = p.decode_daemon(bodies[0])
+            try:
+                msg = p.decode_daemon(bodies[0])
+            except p.FrameError as exc:
+                raise ProtocolMismatch(f"the daemon's greeting cannot be read ({exc}); stop it with `musec daemon stop`") from None
             if isinstance(msg, p.Error):
                 raise RequestFailed(msg.code, msg.message)
             if not isinstance(msg, p.Hello):
-                raise ProtocolMismatch("the daemon did not answer Hello; restart it with `musec daemon stop`")
-            if msg.protocol_version != p.PROTOCOL_VERSION:
-                raise ProtocolMismatch(
-                    f"the daemon speaks protocol {msg.protocol_version} (version {msg.version}), this client "
-                    f"{p.PROTOCOL_VERSION}; restart it with `musec daemon stop`"
-                )
+                raise ProtocolMismatch("the daemon did not answer Hello; stop it with `musec daemon stop`")
             return msg
 
 
 def try_connect(path: Path | None = None, timeout_s: float = 5.0) -> Connection | None:
-    """Connect and greet; ``None`` when no daemon listens there."""
+    """Connect and greet; ``None`` when no daemon listens there. The daemon may speak
+    another protocol (``Connection.compatible``).
+
+    Raises:
+        DaemonNotRunning: the socket cannot be used (path too long, another user's, no answer).
+    """
     path = path or p.socket_path()
+    problem = p.socket_path_problem(path)
+    if problem:
+        raise DaemonNotRunning(problem)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
@@ -133,7 +218,11 @@ def try_connect(path: Path | None = None, timeout_s: float = 5.0) -> Connection 
         sock.close()
         if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTDIR):
             return None
-        raise DaemonNotRunning(f"cannot reach the daemon at {path}: {exc.strerror}") from exc
+        raise DaemonNotRunning(f"cannot reach the daemon at {path}: {exc.strerror or exc}") from exc
+    peer = _peer(sock)
+    if peer is not None and peer[1] != os.getuid():
+        sock.close()
+        raise DaemonNotRunning(f"the socket {path} belongs to another user's process; set MUSEC_SOCKET or MUSEC_HOME")
     try:
         hello = _handshake(sock, timeout_s)
     except (OSError, TimeoutError) as exc:
@@ -144,13 +233,14 @@ def try_connect(path: Path | None = None, timeout_s: float = 5.0) -> Connection 
     except BaseException:
         sock.close()
         raise
-    return Connection(sock, hello)
+    return Connection(sock, hello, peer[0] if peer and peer[0] else hello.pid)
 
 
 def daemon_env() -> dict[str, str]:
-    """The environment a daemon started by the client gets: credentials removed, and
-    MUSEC_HOME/MUSEC_SOCKET made absolute (the daemon runs in ``/``)."""
-    env = {k: v for k, v in os.environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+    """The environment a daemon started by the client gets: secrets removed
+    (``protocol.is_secret_name``), and MUSEC_HOME/MUSEC_SOCKET made absolute (the daemon
+    runs in ``/``)."""
+    env = {k: v for k, v in os.environ.items() if not p.is_secret_name(k)}
     for name in ("MUSEC_HOME", "MUSEC_SOCKET"):
         if env.get(name):
             env[name] = os.path.abspath(env[name])
@@ -158,29 +248,87 @@ def daemon_env() -> dict[str, str]:
 
 
 def spawn_daemon() -> subprocess.Popen[bytes]:
-    """Start ``musec daemon run`` detached (its own session, no terminal)."""
+    """Start ``python -m musec.daemon`` detached (its own session, no terminal)."""
     logs = p.state_home() / "logs"
     try:
         logs.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
         where = os.environ.get("MUSEC_HOME") or str(p.state_home())
         raise DaemonStartFailed(f"cannot use {where} for musec's state ({exc.strerror}); set MUSEC_HOME to a writable directory") from None
-    with open(os.open(logs / "musecd.stderr", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600), "ab") as err:
+    with open(os.open(logs / "musecd.stderr", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600), "ab") as stderr:
         return subprocess.Popen(
             [sys.executable, "-m", "musec.daemon"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
             start_new_session=True, env=daemon_env(), close_fds=True, cwd="/",
         )
 
 
-def connect(start: bool = True, timeout_s: float = START_TIMEOUT_S) -> Connection:
-    """Connect to the daemon, starting it when none runs and ``start`` is true.
+def stop_daemon(conn: Connection, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Stop the daemon behind ``conn`` and wait until it no longer answers: ``Shutdown``
+    when it speaks this protocol, else SIGTERM to its pid (it ends its sessions cleanly
+    either way)."""
+    if conn.compatible:
+        try:
+            conn.request(p.Shutdown(id=conn.next_id()))
+            conn.sock.settimeout(timeout_s)
+            while conn.sock.recv(65536):
+                pass
+        except (DaemonLost, OSError):
+            pass
+    elif conn.peer_pid > 0:
+        try:
+            os.kill(conn.peer_pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    conn.close()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        other = try_connect(timeout_s=1)
+        if other is None:
+            return
+        other.close()
+        time.sleep(0.05)
+
+
+def _describe(conn: Connection) -> str:
+    return f"musec {conn.daemon.version} (pid {conn.peer_pid}, protocol {conn.daemon.protocol_version})"
+
+
+def _other_version(conn: Connection) -> Connection | None:
+    """Handle a daemon of another version: restart it when it hosts no session (and return
+    ``None``); say what to do when it does. Returns the connection to go on with.
 
     Raises:
-        DaemonNotRunning: no daemon and ``start`` is false.
+        ProtocolMismatch: it speaks another protocol and may have live sessions.
+    """
+    if conn.daemon.sessions == 0:
+        err(f"musec: restarting the daemon: it was {_describe(conn)}, this is musec {__version__}")
+        stop_daemon(conn)
+        return None
+    live = (f"{conn.daemon.sessions} live session(s)" if conn.daemon.sessions > 0
+            else "sessions that may be live")
+    todo = ("when they end, run `musec daemon stop` and the next command starts this version "
+            "(or stop it now: its sessions can go on with `musec run --resume ID`)")
+    if not conn.compatible:
+        conn.close()
+        raise ProtocolMismatch(f"the daemon is {_describe(conn)} and has {live}; this client is musec {__version__} "
+                               f"(protocol {p.PROTOCOL_VERSION}) and cannot use it: {todo}")
+    err(f"musec: the daemon is {_describe(conn)} with {live}, this is musec {__version__}; kept for now: {todo}")
+    return conn
+
+
+def connect(start: bool = True, timeout_s: float = START_TIMEOUT_S) -> Connection:
+    """Connect to the daemon, starting it when none runs and ``start`` is true, and
+    replacing one of another version that hosts no session.
+
+    Raises:
+        DaemonNotRunning: no daemon and ``start`` is false, or the socket cannot be used.
         DaemonStartFailed: it was started but did not answer ``Hello`` in time.
+        ProtocolMismatch: a daemon of another protocol hosts sessions.
     """
     conn = try_connect()
+    if conn is not None and (conn.daemon.version != __version__ or not conn.compatible):
+        conn = _other_version(conn)
     if conn is not None:
         return conn
     if not start:
@@ -192,7 +340,12 @@ def connect(start: bool = True, timeout_s: float = START_TIMEOUT_S) -> Connectio
         conn = try_connect()
         if conn is not None:
             return conn
-        if proc.poll() not in (None, 0, 1):
+        code = proc.poll()
+        if code == 1:
+            # Another daemon held the lock: one stopping (a restart) or one another client
+            # started at the same moment. Start again; the lock decides which one serves.
+            proc = spawn_daemon()
+        elif code is not None:
             break
         time.sleep(delay)
         delay = min(delay * 1.5, 0.2)

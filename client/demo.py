@@ -17,9 +17,11 @@ from pathlib import Path
 
 from musec.daemon import protocol as p
 
-from . import exitcodes
-from .cli import credentials, follow_run
 from .connection import connect
+from .exitcodes import OK, Condition, for_condition
+from .output import out
+from .requests import credentials
+from .run import follow_run
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 TEST_COMMAND = [sys.executable, "-m", "unittest", "-q"]
@@ -40,16 +42,18 @@ def make_example(dest: Path) -> Path:
 
 
 def run_tests(repo_dir: Path) -> tuple[bool, str]:
+    """Run the example's tests; return (passed, their last line of output)."""
     proc = subprocess.run(TEST_COMMAND, cwd=repo_dir, capture_output=True, text=True, timeout=120)
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     return proc.returncode == 0, lines[-1] if lines else ""
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``musec demo``: copy the example, fix it with the scripted model, show the result."""
     tmp = Path(tempfile.mkdtemp(prefix="musec-demo-"))
     repo_dir = make_example(tmp)
     ok, summary = run_tests(repo_dir)
-    print(f"example repository: {repo_dir}\ntests before: {'pass' if ok else 'FAIL'} ({summary})\n")
+    out(f"example repository: {repo_dir}\ntests before: {'pass' if ok else 'FAIL'} ({summary})\n")
     conn = connect()
     req = p.StartSession(
         id=conn.next_id(), workspace=str(repo_dir), model=f"scripted:{DEMO_DIR / 'script.json'}",
@@ -59,19 +63,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     events: list[dict] = []
     info: dict[str, str] = {}
     code = follow_run(conn, req, "text", events, info, quiet=True)
-    print("\n--- diff ---")
+    out("\n--- diff ---")
     for ev in events:
         if ev.get("type") == "file_edited":
-            print(ev.get("diff", "").rstrip())
+            out(str(ev.get("diff", "")).rstrip())
     ok, summary = run_tests(repo_dir)
-    print(f"\ntests after: {'pass' if ok else 'FAIL'} ({summary})")
+    out(f"\ntests after: {'pass' if ok else 'FAIL'} ({summary})")
     if info.get("session_id"):
-        print(f"session {info['session_id']}; its log: {info['log_path']}")
-        print(f"see it with `musec log {info['session_id']}`, check it with `musec log verify {info['session_id']}`")
+        out(f"session {info['session_id']}; its log: {info['log_path']}")
+        out(f"see it with `musec log {info['session_id']}`, check it with `musec log verify {info['session_id']}`")
     if args.keep:
-        print(f"kept the example at {repo_dir}")
+        out(f"kept the example at {repo_dir}")
     else:
         shutil.rmtree(tmp, ignore_errors=True)
-    if code != exitcodes.OK:
+    if code != OK:
         return code
-    return exitcodes.OK if ok else exitcodes.GOAL_UNMET
+    return OK if ok else for_condition(Condition.CHECKS_FAILED)

@@ -8,8 +8,9 @@ import subprocess
 
 from musec.daemon import protocol as p
 
-from . import exitcodes
 from .connection import try_connect
+from .exitcodes import OK, Condition, Exit, for_condition
+from .output import out
 
 
 def _bwrap() -> tuple[bool, str]:
@@ -24,7 +25,8 @@ def _bwrap() -> tuple[bool, str]:
     return True, f"bubblewrap works ({path})"
 
 
-def cmd_doctor() -> int:
+def cmd_doctor() -> Exit:
+    """Print one line per check; exit 1 when one fails."""
     checks: list[tuple[str, bool, str]] = []
     if os.uname().sysname == "Darwin":  # pragma: no cover
         ok = shutil.which("sandbox-exec") is not None
@@ -38,7 +40,10 @@ def cmd_doctor() -> int:
     checks.append(("git", True, git or "git CLI not found (musec uses pygit2; the CLI is optional)"))
     try:
         conn = try_connect()
-        checks.append(("daemon", True, f"running, pid {conn.daemon.pid}, {p.socket_path()}" if conn else f"not running (starts on demand at {p.socket_path()})"))
+        checks.append(("daemon", True, f"running, musec {conn.daemon.version}, pid {conn.peer_pid}, {p.socket_path()}"
+                        if conn else f"not running (starts on demand at {p.socket_path()})"))
+        if conn is not None:
+            conn.close()
     except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
         checks.append(("daemon", False, str(exc)))
     keys = [k for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY") if os.environ.get(k)]
@@ -47,6 +52,6 @@ def cmd_doctor() -> int:
     checks.append(("gpu", True, "nvidia-smi found" if gpu else "no NVIDIA GPU (kernel benchmarks will not run)"))
     failed = False
     for name, ok, msg in checks:
-        print(f"{'✓' if ok else '✗'} {name:<12} {msg}")
+        out(f"{'✓' if ok else '✗'} {name:<12} {msg}")
         failed |= not ok
-    return exitcodes.GOAL_UNMET if failed else exitcodes.OK
+    return for_condition(Condition.CHECKS_FAILED) if failed else OK

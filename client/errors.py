@@ -1,41 +1,66 @@
-"""Errors of the client, named by condition; each message is one line saying what to do."""
+"""Errors of the client, named by condition; each message is one line saying what to do.
+
+An error's exit code comes from the table in ``exitcodes``, by its condition.
+"""
 
 from __future__ import annotations
 
-from . import exitcodes
+from .exitcodes import Condition, Exit, for_condition, for_error
 
 
 class ClientError(Exception):
-    exit_code = exitcodes.GOAL_UNMET
+    """Base of the client's errors; ``main`` prints the message and exits with ``exit_code``."""
+
+    condition = Condition.USAGE
+
+    @property
+    def exit_code(self) -> Exit:
+        return for_condition(self.condition)
 
 
 class UsageError(ClientError):
-    exit_code = exitcodes.USAGE
+    """Bad arguments or input."""
+
+    condition = Condition.USAGE
+
+
+class MessageTooLarge(ClientError):
+    """A request (a task, a message) is over the wire's frame limit."""
+
+    condition = Condition.MESSAGE_TOO_LARGE
+
+
+class NothingToResume(ClientError):
+    condition = Condition.NOTHING_TO_RESUME
 
 
 class DaemonNotRunning(ClientError):
-    exit_code = exitcodes.UNREACHABLE
+    condition = Condition.DAEMON_NOT_RUNNING
 
 
 class DaemonStartFailed(ClientError):
-    exit_code = exitcodes.UNREACHABLE
+    condition = Condition.DAEMON_START_FAILED
 
 
 class ProtocolMismatch(ClientError):
-    exit_code = exitcodes.UNREACHABLE
+    """The daemon speaks another protocol version, or sent what this client cannot read."""
+
+    condition = Condition.PROTOCOL_MISMATCH
 
 
 class DaemonLost(ClientError):
     """The daemon went away in the middle of a request."""
 
-    exit_code = exitcodes.UNREACHABLE
+    condition = Condition.DAEMON_LOST
 
 
 class RequestFailed(ClientError):
-    """The daemon answered a request with an ``Error`` frame; a request the daemon found
-    wrong or a session it does not know is a usage error (exit 2)."""
+    """The daemon answered a request with an ``Error`` frame; its code decides the exit."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-        self.exit_code = exitcodes.USAGE if code in ("bad_request", "session_not_found") else exitcodes.GOAL_UNMET
+
+    @property
+    def exit_code(self) -> Exit:
+        return for_error(self.code)

@@ -23,8 +23,9 @@ from pathlib import Path
 
 from musec.daemon import protocol as p
 
-from . import exitcodes
 from .errors import UsageError
+from .exitcodes import OK, Condition, for_condition
+from .output import err, out
 
 HARBOR_VERSION = "0.26.0"
 AGENT = "musec.harbor.agent:MusecAgent"
@@ -32,10 +33,9 @@ ENVS = {"bwrap": "musec.harbor.environment:BwrapEnvironment"}
 HARBOR_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``musec eval`` on the client's subcommand parser."""
-    ev = sub.add_parser("eval", help="evaluate musec on Harbor tasks (Terminal-Bench style); `eval report JOB`",
-                        description="musec eval PATH|DATASET --model M [-k N] [-n N] [--env E]  |  musec eval report JOB")
+def add_arguments(ev: argparse.ArgumentParser) -> None:
+    """The options of ``musec eval`` (``client/args.py`` names the command)."""
+    ev.description = "musec eval PATH|DATASET --model M [-k N] [-n N] [--env E]  |  musec eval report JOB"
     ev.add_argument("target", help="a task folder or task set (PATH), a Harbor dataset (NAME@VERSION), or `report`")
     ev.add_argument("job", nargs="?", default=None, help="with `report`: the job folder")
     ev.add_argument("--model", default=None, help="the model (musec model id or scripted:PATH; {task} is the task's name)")
@@ -68,7 +68,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         _print(report, args.json)
         _write_plot(report, Path(args.plot) if args.plot else Path(args.job) / "musec-eval.png")
-        return exitcodes.OK
+        return OK
     if not args.model:
         raise UsageError("give the model: musec eval PATH --model PROVIDER/MODEL (or scripted:PATH)")
     if args.attempts < 1 or args.concurrent < 1:
@@ -80,27 +80,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         report = evalreport.load(jobs_dir / name)
     except evalreport.JobNotFound as exc:
-        print(f"musec: harbor exited {code} and wrote no results ({exc})", file=sys.stderr)
-        return exitcodes.GOAL_UNMET
+        err(f"musec: harbor exited {code} and wrote no results ({exc})")
+        return for_condition(Condition.CHECKS_FAILED)
     _print(report, args.json)
     if args.compare:
         if not args.json:
-            print()
+            out()
         run_harbor(venv, args, args.compare, jobs_dir, name + "-" + args.compare.replace(":", "_").replace("/", "_"))
         try:
             _print(evalreport.load(jobs_dir / (name + "-" + args.compare.replace(":", "_").replace("/", "_"))), args.json)
         except evalreport.JobNotFound as exc:
-            print(f"musec: the {args.compare} run wrote no results ({exc})", file=sys.stderr)
+            err(f"musec: the {args.compare} run wrote no results ({exc})")
     if args.min_pass_rate is not None and not report.as_dict()["pass_rate"] >= args.min_pass_rate:
-        return exitcodes.GOAL_UNMET
-    return exitcodes.OK
+        return for_condition(Condition.CHECKS_FAILED)
+    return OK
 
 
 def _print(report, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(report.as_dict(), allow_nan=True))
+        out(json.dumps(report.as_dict(), allow_nan=True))
     else:
-        print(report)
+        out(str(report))
 
 
 def _write_plot(report, out: Path) -> None:
@@ -109,9 +109,9 @@ def _write_plot(report, out: Path) -> None:
     try:
         evalreport.plot(report, out)
     except ImportError:
-        print("musec: no plot: matplotlib is not installed (pip install 'musec[eval]')", file=sys.stderr)
+        err("musec: no plot: matplotlib is not installed (pip install 'musec[eval]')")
         return
-    print(f"plot: {out}", file=sys.stderr)
+    err(f"plot: {out}")
 
 
 # --- the Harbor venv and run -----------------------------------------------------------
@@ -168,7 +168,7 @@ def ensure_venv(venv: Path) -> Path:
         if base is None:
             raise UsageError(f"Harbor needs Python >= 3.12 and none was found; install one (e.g. `pyenv install 3.12`) "
                              f"or give a venv with Harbor {HARBOR_VERSION} and musec[eval] (--harbor-venv)")
-        print(f"musec: creating Harbor's venv at {venv} (Harbor {HARBOR_VERSION}, about 470 MB)", file=sys.stderr)
+        err(f"musec: creating Harbor's venv at {venv} (Harbor {HARBOR_VERSION}, about 470 MB)")
         subprocess.run([base, "-m", "venv", str(venv)], check=True)
     spec = _musec_spec().split(" ")
     proc = subprocess.run([str(python), "-m", "pip", "install", "-q", *spec, f"harbor=={HARBOR_VERSION}"], env=_env())
@@ -203,5 +203,5 @@ def harbor_argv(venv: Path, args: argparse.Namespace, agent: str, jobs_dir: Path
 
 def run_harbor(venv: Path, args: argparse.Namespace, agent: str, jobs_dir: Path, name: str) -> int:
     argv = harbor_argv(venv, args, agent, jobs_dir, name)
-    print(f"musec: {' '.join(argv[1:3])} ... job {jobs_dir / name}", file=sys.stderr)
+    err(f"musec: {' '.join(argv[1:3])} ... job {jobs_dir / name}")
     return subprocess.run(argv, env=_env(), stdout=sys.stderr).returncode

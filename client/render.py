@@ -1,18 +1,17 @@
-"""Showing a session's events to a person: streamed text, tool calls and results compactly."""
+"""Showing a session's events to a person: streamed text, tool calls and results compactly.
+
+Every string taken from an event is cleaned with ``output.safe`` before it is written;
+the only escapes in the output are this module's own colours (and only on a terminal).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any, TextIO
 
-_CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None} | {c: None for c in range(0x80, 0xA0)}
-
-
-def safe(text: str) -> str:
-    """``text`` with terminal control characters removed (ESC, BEL, CSI...), keeping tab and
-    newline: model text and repository text are untrusted and must not drive the terminal."""
-    return text.translate(_CONTROL)
+from .output import safe
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -25,18 +24,33 @@ def call_summary(tool: str, input: dict[str, Any]) -> str:
     """``tool(main argument)``, e.g. ``bash(pytest -q)`` or ``edit_file(src/a.py)``."""
     for key in ("command", "path", "pattern"):
         if key in input:
-            return f"{tool}({_short(input[key])})"
-    return f"{tool}({_short(input)})"
+            return f"{safe(str(tool))}({_short(input[key])})"
+    return f"{safe(str(tool))}({_short(input)})"
+
+
+def _s(ev: dict[str, Any], key: str, default: str = "") -> str:
+    """``ev[key]`` as clean text."""
+    value = ev.get(key, default)
+    return safe(value if isinstance(value, str) else str(value))
 
 
 class Renderer:
-    """Turns event lines and deltas into terminal output (text mode)."""
+    """Turns event lines and deltas into terminal output (text mode).
 
-    def __init__(self, out: TextIO = sys.stdout, color: bool | None = None) -> None:
+    Args:
+        out: where to write.
+        color: colours on or off (default: when ``out`` is a terminal).
+        turn_ends: show a turn that ended short of finishing (``needs_approval``...);
+            a headless run says it once, at the session's end, instead.
+    """
+
+    def __init__(self, out: TextIO = sys.stdout, color: bool | None = None, turn_ends: bool = True) -> None:
         self.out = out
         self.color = out.isatty() if color is None else color
+        self.turn_ends = turn_ends
         self._streamed = False
         self._at_line_start = True
+        self._skip_deltas = False
 
     def _c(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -49,7 +63,8 @@ class Renderer:
         self.out.flush()
 
     def delta(self, text: str, kind: str = "text") -> None:
-        if kind != "text" or not text:
+        """Write a streamed piece of the model's text (thinking is not shown)."""
+        if kind != "text" or not text or self._skip_deltas:
             return
         text = safe(text)
         self.out.write(text)
@@ -57,49 +72,91 @@ class Renderer:
         self._at_line_start = text.endswith("\n")
         self.out.flush()
 
-    def event(self, ev: dict[str, Any]) -> None:
+    def resynced(self) -> None:
+        """This client fell behind and re-attached: streamed text was lost, so the message
+        in progress is shown whole from the log when it is complete."""
+        if not self._at_line_start:
+            self._line("")
+        self._line(self._c("2", "(fell behind; going on from the log)"))
+        self._streamed = False
+        self._skip_deltas = True
+
+    def event(self, ev: dict[str, Any]) -> None:  # noqa: C901 - one branch per event kind
+        """Show one logged event (a decoded log line)."""
         kind = ev.get("type")
-        agent = ev.get("agent", "main")
+        agent = _s(ev, "agent", "main")
         prefix = "" if agent == "main" else self._c("35", f"[{agent}] ")
         if kind == "model_response":
             if not self._streamed:
-                text = "".join(b.get("text", "") for b in ev.get("content", []) if b.get("type") == "text")
+                text = "".join(str(b.get("text", "")) for b in ev.get("content", []) if b.get("type") == "text")
                 if text.strip():
                     self._line(prefix + safe(text.strip()))
             elif not self._at_line_start:
                 self._line("")
             self._streamed = False
+            self._skip_deltas = False
         elif kind == "tool_started":
             self._line(prefix + self._c("36", "● ") + call_summary(ev.get("tool", "?"), ev.get("input") or {}))
         elif kind == "tool_finished":
             self._line(prefix + "  " + self._c("2", "⎿ " + self.result_summary(ev)))
         elif kind == "tool_interrupted":
-            self._line(prefix + "  " + self._c("33", f"⎿ interrupted: {ev.get('reason', '')}"))
+            self._line(prefix + "  " + self._c("33", f"⎿ interrupted: {_s(ev, 'reason')}"))
         elif kind == "file_edited":
-            diff = ev.get("diff", "")
+            diff = str(ev.get("diff", ""))
             added = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
             removed = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
-            self._line(prefix + "  " + self._c("32", f"✎ {ev.get('path')} (+{added} -{removed})"))
+            self._line(prefix + "  " + self._c("32", f"✎ {_s(ev, 'path')} (+{added} -{removed})"))
         elif kind == "agent_message":
-            body = safe(str(ev.get("body", ""))).strip().splitlines()
-            self._line(self._c("35", f"[{ev.get('from')} → {ev.get('to')}, {ev.get('priority', 'normal')}] ") + (body[0] if body else ""))
+            body = _s(ev, "body").strip().splitlines()
+            head = f"[{_s(ev, 'from')} → {_s(ev, 'to')}, {_s(ev, 'priority', 'normal')}] "
+            self._line(self._c("35", head) + (body[0] if body else ""))
             for extra in body[1:6]:
                 self._line("    " + extra)
         elif kind == "agent_failed":
-            self._line(self._c("31", f"[{agent}] failed: {ev.get('error')}; restarting in {ev.get('retry_in_s')} s"))
+            self._line(self._c("31", f"[{agent}] failed: {_s(ev, 'error')}; restarting in {_s(ev, 'retry_in_s')} s"))
         elif kind == "approval_resolved":
-            self._line(prefix + self._c("33", f"  approval {ev.get('decision')} by {ev.get('by')}"))
-        elif kind == "turn_ended" and ev.get("exit_reason") not in ("finished", None):
-            self._line(self._c("33", f"[{ev.get('exit_reason')}] {ev.get('message', '')}".rstrip()))
+            self._line(prefix + self._c("33", f"  approval {_s(ev, 'decision')} by {_s(ev, 'by')}"))
+        elif kind == "turn_ended" and self.turn_ends and ev.get("exit_reason") not in ("finished", None):
+            self._line(self._c("33", f"[{_s(ev, 'exit_reason')}] {_s(ev, 'message')}".rstrip()))
 
     @staticmethod
     def result_summary(ev: dict[str, Any]) -> str:
-        content = ev.get("content", "")
+        """A tool result in a few words: exit status and line count, or the error's first line."""
+        content = str(ev.get("content", ""))
         lines = content.splitlines()
         if ev.get("timed_out"):
             return f"timed out · {len(lines)} lines of output"
         if ev.get("is_error"):
             return "error: " + _short(lines[0] if lines else content, 100)
         status = ev.get("exit_status")
-        head = f"exit {status} · " if status is not None else ""
+        head = f"exit {_short(status, 12)} · " if status is not None else ""
         return f"{head}{len(lines)} line{'s' if len(lines) != 1 else ''}"
+
+
+def log_line_summary(ev: dict[str, Any]) -> str:
+    """One line for ``musec log``: seq, time, agent, type and the gist, all cleaned."""
+    try:
+        t = time.strftime("%H:%M:%S", time.localtime(float(ev.get("ts", 0))))
+    except (TypeError, ValueError, OverflowError, OSError):
+        t = "??:??:??"
+    kind = _s(ev, "type", "?")
+    detail = ""
+    if kind in ("tool_started", "approval_requested"):
+        detail = call_summary(ev.get("tool", "?"), ev.get("input") or {})
+    elif kind == "tool_finished":
+        detail = f"{_s(ev, 'tool')} {Renderer.result_summary(ev)}"
+    elif kind == "model_response":
+        blocks = [b for b in ev.get("content", []) if isinstance(b, dict)]
+        text = " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
+        calls = [str(b.get("name")) for b in blocks if b.get("type") == "tool_call"]
+        detail = _short(text, 71) + (f" → {', '.join(calls)}" if calls else "")
+    elif kind == "user_message":
+        detail = _short(ev.get("text", ""), 80)
+    elif kind == "file_edited":
+        detail = _s(ev, "path")
+    elif kind in ("session_ended", "turn_ended"):
+        detail = _s(ev, "exit_reason")
+    elif kind == "session_started":
+        detail = f"{_s(ev, 'model')} in {_s(ev, 'workspace')}"
+    line = f"{_s(ev, 'seq', '?'):>5}  {t}  {_s(ev, 'agent'):<6} {kind:<18} {detail}".rstrip()
+    return " ".join(safe(line).split("\n"))

@@ -1,78 +1,96 @@
-"""``musec daemon start|stop|status|run|install``."""
+"""``musec daemon start|stop|status|run|install``.
+
+``run`` replaces this process with ``python -m musec.daemon`` (the daemon is never
+imported into the client).
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
-import time
 from importlib import resources
 from pathlib import Path
 
 from musec.daemon import protocol as p
 
-from . import exitcodes
-from .connection import connect, try_connect
-from .errors import DaemonLost
+from .connection import connect, stop_daemon, try_connect
+from .errors import UsageError
+from .exitcodes import OK, Condition, Exit, for_condition
+from .output import err, out, out_json
 
 
-def cmd_daemon(args: argparse.Namespace) -> int:
+def cmd_daemon(args: argparse.Namespace) -> Exit:
+    """Dispatch ``musec daemon ACTION``."""
     match args.action:
         case "run":
-            from musec.daemon.server import run_daemon
-
-            return run_daemon()
+            return run_foreground()
         case "start":
             conn = connect()
-            print(f"musecd running (pid {conn.daemon.pid}) at {p.socket_path()}")
-            return exitcodes.OK
+            out(f"musecd running (pid {conn.peer_pid}) at {p.socket_path()}")
+            return OK
         case "stop":
             return stop()
         case "status":
             return status(args.json)
         case "install":
             return install()
-    return exitcodes.USAGE
+    raise UsageError(f"unknown daemon action {args.action!r}")
 
 
-def stop(timeout_s: float = 10.0) -> int:
+def run_foreground() -> Exit:
+    """Become the daemon (``python -m musec.daemon``), after checking what would make it
+    fail with a traceback instead of a sentence."""
+    problem = p.socket_path_problem(p.socket_path())
+    if problem:
+        err(f"musec: {problem}")
+        return for_condition(Condition.DAEMON_START_FAILED)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "musec.daemon"])
+
+
+def stop() -> Exit:
+    """Stop the daemon (any version); say so when none runs."""
     conn = try_connect()
     if conn is None:
-        print("musecd is not running")
-        return exitcodes.OK
-    pid = conn.daemon.pid
-    try:
-        conn.request(p.Shutdown(id=conn.next_id()))
-        conn.sock.settimeout(timeout_s)
-        while conn.sock.recv(65536):
-            pass
-    except (DaemonLost, OSError):
-        pass
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and try_connect(timeout_s=1) is not None:
-        time.sleep(0.05)
-    print(f"musecd (pid {pid}) stopped")
-    return exitcodes.OK
+        out("musecd is not running")
+        return OK
+    pid = conn.peer_pid
+    stop_daemon(conn)
+    out(f"musecd (pid {pid}) stopped")
+    return OK
 
 
-def status(as_json: bool) -> int:
+def status(as_json: bool) -> Exit:
+    """Print the daemon's pid, socket, version and live sessions; exit 5 when none runs."""
+    from . import __version__
+
     conn = try_connect()
     if conn is None:
         if as_json:
-            print(json.dumps({"running": False, "socket": str(p.socket_path())}))
+            out_json({"running": False, "socket": str(p.socket_path())})
         else:
-            print(f"musecd is not running (socket {p.socket_path()})")
-        return exitcodes.GOAL_UNMET
+            out(f"musecd is not running (socket {p.socket_path()})")
+        return for_condition(Condition.DAEMON_NOT_RUNNING)
+    if not conn.compatible:
+        info = {"running": True, "pid": conn.peer_pid, "socket": str(p.socket_path()), "version": conn.daemon.version,
+                "protocol_version": conn.daemon.protocol_version, "compatible": False}
+        if as_json:
+            out_json(info)
+        else:
+            out(f"musecd {conn.daemon.version} running, pid {conn.peer_pid}, protocol {conn.daemon.protocol_version} "
+                f"(this client is musec {__version__}, protocol {p.PROTOCOL_VERSION}: stop it with `musec daemon stop`)")
+        return for_condition(Condition.PROTOCOL_MISMATCH)
     r = conn.request(p.Status(id=conn.next_id()))
     info = {"running": True, "pid": r.pid, "socket": r.socket, "version": r.version, "sessions": r.sessions,
-            "state": r.home, "log_file": r.log_file}
+            "state": r.home, "log_file": r.log_file, "protocol_version": conn.daemon.protocol_version, "compatible": True}
     if as_json:
-        print(json.dumps(info))
+        out_json(info)
     else:
-        print(f"musecd {r.version} running, pid {r.pid}, socket {r.socket}, {len(r.sessions)} live session(s); log {r.log_file}")
-    return exitcodes.OK
+        out(f"musecd {r.version} running, pid {r.pid}, socket {r.socket}, {len(r.sessions)} live session(s); log {r.log_file}")
+    return OK
 
 
 def _unit_text(package: str, name: str) -> str:
@@ -84,7 +102,7 @@ def _unit_text(package: str, name: str) -> str:
     return text
 
 
-def install() -> int:
+def install() -> Exit:
     """Put the user service for this platform in place and say how to enable it."""
     if sys.platform == "darwin":
         target = Path.home() / "Library" / "LaunchAgents" / "dev.musec.musecd.plist"
@@ -93,13 +111,13 @@ def install() -> int:
         parts = "".join(f"<string>{a}</string>" for a in (sys.executable, "-m", "musec.daemon"))
         text = text.replace("<string>/usr/bin/env</string><string>musec</string><string>daemon</string><string>run</string>", parts)
         target.write_text(text)
-        print(f"installed {target}\nenable it with: launchctl load -w {target}")
-        return exitcodes.OK
+        out(f"installed {target}\nenable it with: launchctl load -w {target}")
+        return OK
     base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "systemd" / "user"
     base.mkdir(parents=True, exist_ok=True)
     for name in ("musecd.service", "musecd.socket"):
         (base / name).write_text(_unit_text("musec.systemd", name))
-    print(f"installed {base / 'musecd.service'} and {base / 'musecd.socket'}")
+    out(f"installed {base / 'musecd.service'} and {base / 'musecd.socket'}")
     if shutil.which("systemctl"):
-        print("enable them with: systemctl --user daemon-reload && systemctl --user enable --now musecd.socket")
-    return exitcodes.OK
+        out("enable them with: systemctl --user daemon-reload && systemctl --user enable --now musecd.socket")
+    return OK

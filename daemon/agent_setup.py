@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import protocol as p
 from .blobs import BlobStore
 from .errors import BadRequest
+from .version import musec_version
 
 if TYPE_CHECKING:
     from musec.agents.loop import Agent
@@ -291,7 +292,7 @@ def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -
         "agents_budget_usd": req.agents_budget_usd,
         "blackboard": req.blackboard,
         "system_prompt": agent.system_prompt,
-        "musec_version": p.__version__,
+        "musec_version": musec_version(),
         "pid": os.getpid(),
         "git": git_base(workspace),
         "trust": {**agent.policy.trust.fields(), "note": agent.policy.trust.note()} if agent.policy.trust else {"state": "none"},

@@ -26,6 +26,7 @@ from .eventlog import read_lines, verify
 from .host import SessionHost
 from .paths import Paths
 from .session import Session
+from .version import musec_version
 
 log = structlog.get_logger("musec.daemon")
 
@@ -90,7 +91,7 @@ class Connection:
                     try:
                         msg = p.decode_client(body)
                     except p.FrameError as exc:
-                        await self.send(p.Error(id=0, code="bad_frame", message=str(exc)))
+                        await self.send(p.Error(id=exc.request_id, code=exc.code, message=str(exc)))
                         continue
                     if not greeted:
                         if not await self._greet(msg):
@@ -106,7 +107,8 @@ class Connection:
         if not isinstance(msg, p.Hello):
             await self.send(p.Error(id=0, code="no_hello", message="the first frame must be Hello"))
             return False
-        await self.send(p.Hello(protocol_version=p.PROTOCOL_VERSION, version=p.__version__, role="daemon", pid=os.getpid()))
+        await self.send(p.Hello(protocol_version=p.PROTOCOL_VERSION, version=musec_version(), role="daemon",
+                                pid=os.getpid(), sessions=len(self.host.sessions)))
         if msg.protocol_version != p.PROTOCOL_VERSION:
             await self.send(p.Error(id=0, code="protocol_mismatch", message=(
                 f"client speaks protocol {msg.protocol_version}, daemon {p.PROTOCOL_VERSION}; "
@@ -150,7 +152,7 @@ class Connection:
                 await self.send(p.Sessions(id=msg.id, sessions=self.index.list_sessions(msg.workspace)))
             case p.Status():
                 await self.send(p.StatusReply(
-                    id=msg.id, pid=os.getpid(), socket=str(self.paths.socket), version=p.__version__,
+                    id=msg.id, pid=os.getpid(), socket=str(self.paths.socket), version=musec_version(),
                     sessions=sorted(self.host.sessions), home=str(self.paths.state),
                     log_file=str(self.paths.logs / "musecd.log")))
             case p.Shutdown():

@@ -56,7 +56,7 @@ class SessionHost:
         if not workspace.is_dir():
             raise BadRequest(f"workspace {req.workspace} is not a directory")
         credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
-        secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")] + list(req.redact)
+        secrets_ = p.secret_values(credentials) + list(req.redact)
         session_id = new_session_id()
         path = self.index.log_path(session_id)
         elog = EventLog.create(path, secrets=secrets_)

@@ -63,7 +63,7 @@ class SessionIndex:
         return found[0].id if found else None
 
     def list_sessions(self, workspace: str = "") -> list[p.SessionInfo]:
-        """Sessions newest first, rebuilt from the logs (of ``workspace`` only, when given)."""
+        """Sessions, the most recently active first, rebuilt from the logs (of ``workspace`` only, when given)."""
         out = []
         for path in self.directory.glob("*.jsonl"):
             first, last = first_and_last(path)
@@ -85,7 +85,7 @@ class SessionIndex:
             if workspace and info.workspace != workspace:
                 continue
             out.append(info)
-        out.sort(key=lambda s: s.started_at, reverse=True)
+        out.sort(key=lambda s: s.updated_at, reverse=True)  # the most recently active first
         return out
 
 

@@ -9,24 +9,59 @@ request carries an ``id``; every reply and every event caused by it carries it b
 The wire only grows: new fields get defaults, no field changes type, and a peer ignores
 fields it does not know (msgspec does by default).
 
+Strings of a closed set are ``Literal`` types that msgspec checks on decode (a value
+outside the set is a ``FrameError``); adding a value is a change of the protocol: bump
+``PROTOCOL_VERSION``. Every default is the safe choice, so a client that omits a field
+gets the careful behaviour (``approval="ask"``, a sandbox, no trust, no background agents).
+
 This module imports nothing else of musec: the client's import path is this module, the
-client package and the standard library.
+client package and the standard library. The package's version is not here: each side
+fills ``Hello.version`` with its own (the client from ``musec.client.__version__``, the
+daemon from the installed distribution).
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
-from .version import VERSION as __version__  # noqa: F401 - re-exported
-
-PROTOCOL_VERSION = 1
+# 2: safe defaults (approval "ask", sandbox "auto"), closed sets checked, Hello.sessions.
+PROTOCOL_VERSION = 2
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 _HEADER = struct.Struct(">I")
+
+# --- closed sets of strings on the wire ------------------------------------------------
+
+Role = Literal["client", "daemon"]
+ApprovalMode = Literal["ask", "auto", "read-only", "never"]
+"""How tool calls that change things are approved (DESIGN §3 ``--approval``)."""
+SandboxMode = Literal["auto", "bwrap", "seatbelt", "off"]
+"""Where commands run: ``auto`` is the platform's sandbox (bwrap on Linux, seatbelt on macOS)."""
+Decision = Literal["allow", "deny", "always"]
+DeltaKind = Literal["text", "thinking"]
+ExitReason = Literal[
+    "finished", "goal_unmet", "error", "needs_approval", "max_turns", "budget", "max_wall",
+    "provider_unreachable", "interrupted", "paused", "not_live",
+]
+"""How a session (``SessionEnded``) or a turn (``Idle``) stopped. ``paused``: the event log
+could not be written. ``not_live``: the answer to an ``Attach`` of a session that is not
+running: its log was sent, and its logged ``session_ended`` event (if any) tells how it
+ended."""
+IdleReason = Literal[ExitReason, "ready"]
+"""``Idle.exit_reason``: an ``ExitReason``, or ``ready`` for a session waiting for its first message."""
+ErrorCode = Literal[
+    "daemon_error", "daemon_already_running", "session_locked", "log_corrupt", "session_not_found",
+    "bad_request", "trust_required", "permission_denied", "bad_frame", "no_hello",
+    "protocol_mismatch", "internal", "already_resolved",
+]
+"""``Error.code``: the condition, by name (each ``DaemonError`` subclass has one)."""
+ApplyHow = Literal["fast-forward", "merge", "up-to-date"]
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
@@ -37,12 +72,20 @@ class _Msg(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
 
 
 class Hello(_Msg, tag="hello"):
-    """First frame each way. ``role`` is ``client`` or ``daemon``."""
+    """First frame each way; the daemon answers a client's ``Hello`` with its own.
+
+    ``version`` is the sender's musec version. ``sessions`` (daemon only) is how many
+    sessions it hosts now, so a client of another version can tell whether restarting it
+    would cut anyone off; -1: not said (a daemon of protocol 1). A ``protocol_version``
+    the daemon does not speak is answered with its ``Hello`` and then an
+    ``Error{protocol_mismatch}`` and a close. This message never changes shape.
+    """
 
     protocol_version: int
     version: str
-    role: str = "client"
+    role: Role = "client"
     pid: int = 0
+    sessions: int = -1
 
 
 # --- client -> daemon -----------------------------------------------------------------
@@ -62,18 +105,22 @@ class StartSession(_Msg, tag="start_session"):
     ask) makes an untrusted workspace with project files refuse with ``trust_required``,
     the message listing what would apply; the client asks and sends the request again
     with ``trust`` or without ``ask_trust``. Neither: such files are ignored.
+
+    Replies: ``SessionStarted``, then the session's stream on this request's id (``Event``,
+    ``Delta``, ``Idle``, ``SessionEnded``, or ``Resync`` when this client falls behind);
+    or an ``Error`` (``bad_request``, ``trust_required``).
     """
 
     id: int
     workspace: str
     model: str
     task: str = ""
-    approval: str = "auto"
+    approval: ApprovalMode = "ask"
     max_turns: int = 50
     credentials: dict[str, str] = {}
     interactive: bool = False
     end_when_idle: bool = True
-    sandbox: str = "bwrap"
+    sandbox: SandboxMode = "auto"
     title: str = ""
     redact: list[str] = []
     budget_usd: float = 0.0
@@ -92,6 +139,10 @@ class ResumeSession(_Msg, tag="resume_session"):
     ``task``, when given, is the next user message. ``approval``/``max_turns`` empty or
     0 keep the session's. ``backlog`` sends every logged event first (interactive
     resume); otherwise only new events are sent.
+
+    Replies: ``SessionStarted`` (``resumed``), then the stream as for ``StartSession``; or
+    an ``Error`` (``session_not_found``, ``bad_request`` when it is live, ``log_corrupt``,
+    ``session_locked``).
     """
 
     id: int
@@ -101,21 +152,29 @@ class ResumeSession(_Msg, tag="resume_session"):
     credentials: dict[str, str] = {}
     interactive: bool = False
     end_when_idle: bool = True
-    approval: str = ""
+    approval: ApprovalMode | Literal[""] = ""
     max_turns: int = 0
     backlog: bool = False
     redact: list[str] = []
 
 
 class Replay(_Msg, tag="replay"):
-    """Rebuild a session's state from its log, with no model calls, and check it."""
+    """Rebuild a session's state from its log, with no model calls, and check it.
+
+    Reply: ``ReplayResult``, or ``Error{session_not_found}``.
+    """
 
     id: int
     session_id: str
 
 
 class Attach(_Msg, tag="attach"):
-    """Receive every logged event after ``since_seq`` (-1: all), then the live stream."""
+    """Receive every logged event after ``since_seq`` (-1: all), then the live stream.
+
+    Replies: ``Event`` frames (``backlog`` set on those read from the log), then for a live
+    session its stream as for ``StartSession``; for a session that is not live, its log
+    and ``SessionEnded{not_live}``. ``Error{session_not_found}`` for an unknown id.
+    """
 
     id: int
     session_id: str
@@ -127,6 +186,9 @@ class UserInput(_Msg, tag="user_input"):
 
     ``client_msg_id``, when set, makes a re-send idempotent: a message whose id the
     session has already logged is not applied again.
+
+    Reply: ``Ok`` (the turn it starts shows on the session's stream), or
+    ``Error{session_not_found}`` when the session is not live.
     """
 
     id: int
@@ -137,30 +199,43 @@ class UserInput(_Msg, tag="user_input"):
 
 
 class ApprovalAnswer(_Msg, tag="approval_answer"):
-    """An answer to a pending approval: ``decision`` is ``allow``, ``deny`` or ``always``."""
+    """An answer to a pending approval: ``decision`` is ``allow``, ``deny`` or ``always``.
+
+    Reply: ``Ok`` when this answer decided, ``Error{already_resolved}`` when another came
+    first; every attached client then sees the ``approval_resolved`` event.
+    """
 
     id: int
     session_id: str
     call_id: str
-    decision: str
+    decision: Decision
 
 
 class Interrupt(_Msg, tag="interrupt"):
-    """Stop the session's current turn (the tool running is killed, the model call dropped)."""
+    """Stop the session's current turn (the tool running is killed, the model call dropped).
+
+    Reply: ``Ok``; the stream then shows the turn ending (``Idle{interrupted}``).
+    """
 
     id: int
     session_id: str
 
 
 class EndSession(_Msg, tag="end_session"):
-    """End a live session."""
+    """End a live session.
+
+    Reply: ``Ok``; subscribers get ``SessionEnded``.
+    """
 
     id: int
     session_id: str
 
 
 class CollectSessions(_Msg, tag="collect_sessions"):
-    """Remove ended sessions older than ``older_than_s`` with their blobs (never a live one)."""
+    """Remove ended sessions older than ``older_than_s`` with their blobs (never a live one).
+
+    Reply: ``Collected`` (what was, or with ``dry_run`` would be, removed).
+    """
 
     id: int
     older_than_s: float
@@ -168,7 +243,10 @@ class CollectSessions(_Msg, tag="collect_sessions"):
 
 
 class Cost(_Msg, tag="cost"):
-    """Tokens and dollars of a session (empty id: the latest of ``workspace``), per agent and model."""
+    """Tokens and dollars of a session (empty id: the latest of ``workspace``), per agent and model.
+
+    Reply: ``CostReport``, or ``Error{session_not_found}``.
+    """
 
     id: int
     session_id: str = ""
@@ -176,61 +254,88 @@ class Cost(_Msg, tag="cost"):
 
 
 class ListAgents(_Msg, tag="list_agents"):
-    """A session's agents: main, background roles, workers."""
+    """A session's agents: main, background roles, workers.
+
+    Reply: ``Agents``, or ``Error{session_not_found}``.
+    """
 
     id: int
     session_id: str
 
 
 class ListWorkers(_Msg, tag="list_workers"):
-    """A session's fan-out workers: branch, state, commits, tokens and cost."""
+    """A session's fan-out workers: branch, state, commits, tokens and cost.
+
+    Reply: ``Workers``, or ``Error{session_not_found}``.
+    """
 
     id: int
     session_id: str
 
 
 class ApplyIntegration(_Msg, tag="apply_integration"):
-    """Bring a session's integrated fan-out result onto the person's branch, through git."""
+    """Bring a session's integrated fan-out result onto the person's branch, through git.
+
+    Reply: ``Applied``, or ``Error{bad_request}`` saying why not.
+    """
 
     id: int
     session_id: str
 
 
 class ListModels(_Msg, tag="list_models"):
-    """The model catalog: the shipped default merged with the user's models.toml."""
+    """The model catalog: the shipped default merged with the user's models.toml.
+
+    Reply: ``Models``.
+    """
 
     id: int
 
 
 class ListSessions(_Msg, tag="list_sessions"):
-    """List sessions, newest first; ``workspace`` filters, empty means all."""
+    """List sessions, the most recently active first; ``workspace`` filters, empty means all.
+
+    Reply: ``Sessions``.
+    """
 
     id: int
     workspace: str = ""
 
 
 class ReadLog(_Msg, tag="read_log"):
-    """Return a session's log lines (``session_id`` may be a unique prefix)."""
+    """Return a session's log lines (``session_id`` may be a unique prefix).
+
+    Reply: ``LogLines``, or ``Error{session_not_found}``.
+    """
 
     id: int
     session_id: str
 
 
 class VerifyLog(_Msg, tag="verify_log"):
-    """Check a session log's hash chain."""
+    """Check a session log's hash chain.
+
+    Reply: ``VerifyResult``, or ``Error{session_not_found}``.
+    """
 
     id: int
     session_id: str
 
 
 class Status(_Msg, tag="status"):
-    """Ask the daemon for its pid, socket, version and live sessions."""
+    """Ask the daemon for its pid, socket, version and live sessions.
+
+    Reply: ``StatusReply``.
+    """
 
     id: int
 
 
 class Shutdown(_Msg, tag="shutdown"):
-    """Stop the daemon (live sessions are ended cleanly)."""
+    """Stop the daemon (live sessions are ended cleanly).
+
+    Reply: ``Ok``, then the daemon closes every connection and exits.
+    """
 
     id: int
 
@@ -248,7 +353,7 @@ class Error(_Msg, tag="error"):
     """A request failed. ``code`` names the condition; ``message`` is one line for a person."""
 
     id: int
-    code: str
+    code: ErrorCode
     message: str
 
 
@@ -290,7 +395,7 @@ class Delta(_Msg, tag="delta"):
     session_id: str
     agent: str
     text: str
-    kind: str = "text"
+    kind: DeltaKind = "text"
 
 
 class Idle(_Msg, tag="idle"):
@@ -298,20 +403,16 @@ class Idle(_Msg, tag="idle"):
 
     id: int
     session_id: str
-    exit_reason: str
+    exit_reason: IdleReason
     result: str = ""
 
 
 class SessionEnded(_Msg, tag="session_ended"):
-    """The session ended (for ``musec run`` this is the last frame).
-
-    ``exit_reason``: ``finished``, ``goal_unmet``, ``error``, ``needs_approval``,
-    ``max_turns``, ``budget``, ``provider_unreachable``, ``interrupted``.
-    """
+    """The session ended (for ``musec run`` this is the last frame); see ``ExitReason``."""
 
     id: int
     session_id: str
-    exit_reason: str
+    exit_reason: ExitReason
     result: str = ""
     turns: int = 0
     usage: dict[str, int] = {}
@@ -321,7 +422,11 @@ class SessionEnded(_Msg, tag="session_ended"):
 
 
 class Resync(_Msg, tag="resync"):
-    """This client fell behind and was cut off; reattach from ``last_seq``."""
+    """This client fell behind and was cut off: nothing more comes on this request's id.
+
+    ``last_seq`` is the last event queued for it; the client re-attaches (``Attach``) from
+    the last seq it actually read.
+    """
 
     id: int
     session_id: str
@@ -329,6 +434,12 @@ class Resync(_Msg, tag="resync"):
 
 
 class SessionInfo(msgspec.Struct, frozen=True):
+    """One session as ``musec sessions`` lists it; times in UNIX seconds.
+
+    ``status`` stays an open string: it is read from logs that older versions wrote
+    (``running``, ``idle``, an exit reason, ``interrupted``, ``broken``).
+    """
+
     id: str
     workspace: str
     started_at: float
@@ -462,7 +573,7 @@ class Applied(_Msg, tag="applied"):
     branch: str
     old_head: str
     new_head: str
-    how: str
+    how: ApplyHow
 
 
 class Collected(_Msg, tag="collected"):
@@ -490,33 +601,102 @@ DaemonMsg = (
 )
 
 
+# Which reply each plain request causes (the session requests and ``Attach`` answer with
+# a stream instead; see their docstrings). A client checks the reply it gets against it.
+REPLY: dict[type, type] = {
+    Replay: ReplayResult, UserInput: Ok, ApprovalAnswer: Ok, Interrupt: Ok, EndSession: Ok,
+    CollectSessions: Collected, Cost: CostReport, ListAgents: Agents, ListWorkers: Workers,
+    ApplyIntegration: Applied, ListModels: Models, ListSessions: Sessions, ReadLog: LogLines,
+    VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok,
+}
+
+
+# --- credentials and secrets (DESIGN §2, §5 rule 6) -------------------------------------
+
 # Provider variables the client passes with each request (DESIGN §2); never logged.
 CREDENTIAL_VARS = (
     "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
     "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
 )
+_SECRET_WORDS = frozenset({"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY",
+                           "CREDENTIAL", "CREDENTIALS"})
+_SECRET_PARTS = ("PASSWORD", "PASSWD", "SECRET")
+MIN_SECRET_CHARS = 8
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable called ``name`` holds a secret: the one rule that
+    the client (what it passes on, what it asks to redact), the daemon (what it redacts)
+    and the sandbox (what it keeps from commands) share.
+
+    Secret: a name with ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``PASSWD``,
+    ``PASSPHRASE``, ``APIKEY`` or ``CREDENTIAL(S)`` as one of its ``_``-separated words
+    (``ANTHROPIC_API_KEY``, ``GITHUB_TOKEN``, ``AWS_ACCESS_KEY_ID``), or ``PASSWORD``,
+    ``PASSWD`` or ``SECRET`` anywhere (``PGPASSWORD``); case-insensitive. Not secret:
+    ``KEYBOARD``, ``TOKENIZERS_PARALLELISM``, ``PATH``.
+    """
+    upper = name.upper()
+    if any(part in upper for part in _SECRET_PARTS):
+        return True
+    words = "".join(c if c.isalnum() else " " for c in upper).split()
+    return any(word in _SECRET_WORDS for word in words)
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """The values of ``env``'s secret variables (``is_secret_name``) long enough to redact
+    safely (``MIN_SECRET_CHARS``), sorted, without repeats."""
+    return sorted({v for k, v in env.items() if len(v) >= MIN_SECRET_CHARS and is_secret_name(k)})
 
 
 # --- where the daemon listens (DESIGN §2, contract) --------------------------------------
 
+# sun_path holds 108 bytes on Linux, 104 on macOS and the BSDs, the final NUL included.
+MAX_SOCKET_PATH_BYTES = 107 if sys.platform.startswith("linux") else 103
 
-def socket_path(env: dict[str, str] | None = None) -> Path:
+
+def socket_path(env: Mapping[str, str] | None = None) -> Path:
     """The daemon's socket path: ``MUSEC_SOCKET``, else under ``MUSEC_HOME``, else
     ``$XDG_RUNTIME_DIR/musec/musecd.sock``, else under the state directory.
 
-    Pure: reads ``env`` (default ``os.environ``), touches no file.
+    A ``MUSEC_HOME`` so deep that its socket path would be longer than the OS allows
+    (``MAX_SOCKET_PATH_BYTES``) gets a socket in ``$XDG_RUNTIME_DIR/musec/`` named by a
+    digest of the home instead, when that directory is set; otherwise the long path is
+    returned and ``socket_path_problem`` says what to do. Pure: reads ``env`` (default
+    ``os.environ``) and the working directory, touches no file.
     """
     env = os.environ if env is None else env
     if env.get("MUSEC_SOCKET"):
         return Path(env["MUSEC_SOCKET"])
+    runtime = Path(env["XDG_RUNTIME_DIR"]) / "musec" if env.get("XDG_RUNTIME_DIR") else None
     if env.get("MUSEC_HOME"):
-        return Path(env["MUSEC_HOME"]) / "run" / "musecd.sock"
-    if env.get("XDG_RUNTIME_DIR"):
-        return Path(env["XDG_RUNTIME_DIR"]) / "musec" / "musecd.sock"
+        home = os.path.abspath(env["MUSEC_HOME"])
+        path = Path(home) / "run" / "musecd.sock"
+        if _fits(path) or runtime is None:
+            return path
+        import hashlib  # here: it loads OpenSSL, too slow for every client start
+
+        digest = hashlib.sha256(home.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        return runtime / f"home-{digest}.sock"
+    if runtime is not None:
+        return runtime / "musecd.sock"
     return state_home(env) / "run" / "musecd.sock"
 
 
-def state_home(env: dict[str, str] | None = None) -> Path:
+def _fits(path: Path) -> bool:
+    return len(os.fsencode(path)) <= MAX_SOCKET_PATH_BYTES
+
+
+def socket_path_problem(path: Path) -> str | None:
+    """One line saying why a socket cannot be made at ``path`` (too long for the OS), and
+    what to do; ``None`` when it can."""
+    if _fits(path):
+        return None
+    return (f"the socket path {path} is {len(os.fsencode(path))} bytes, longer than the "
+            f"{MAX_SOCKET_PATH_BYTES} this OS allows; set MUSEC_SOCKET to a shorter path "
+            f"(e.g. /tmp/musec-$USER.sock) or use a shorter MUSEC_HOME")
+
+
+def state_home(env: Mapping[str, str] | None = None) -> Path:
     """The state directory: ``$MUSEC_HOME/state``, else ``$XDG_STATE_HOME/musec``."""
     env = os.environ if env is None else env
     if env.get("MUSEC_HOME"):
@@ -525,7 +705,7 @@ def state_home(env: dict[str, str] | None = None) -> Path:
     return Path(base) / "musec"
 
 
-def config_home(env: dict[str, str] | None = None) -> Path:
+def config_home(env: Mapping[str, str] | None = None) -> Path:
     """The config directory: ``$MUSEC_HOME/config``, else ``$XDG_CONFIG_HOME/musec``."""
     env = os.environ if env is None else env
     if env.get("MUSEC_HOME"):
@@ -538,7 +718,24 @@ def config_home(env: dict[str, str] | None = None) -> Path:
 
 
 class FrameError(Exception):
-    """A frame is malformed: too long, truncated, or not a valid message."""
+    """A frame is malformed: too long, truncated, or not a message at all.
+
+    ``code`` is the ``Error.code`` to answer it with; ``request_id`` the id of the request
+    it carried, when that could be read (0 otherwise).
+    """
+
+    code: ErrorCode = "bad_frame"
+
+    def __init__(self, message: str, request_id: int = 0) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+class InvalidMessage(FrameError):
+    """A well-formed message that breaks its schema: a missing field, a wrong type, a
+    string outside its closed set. It is the sender's bad request, answered with its id."""
+
+    code: ErrorCode = "bad_request"
 
 
 _client_decoder = msgspec.msgpack.Decoder(ClientMsg)
@@ -562,8 +759,32 @@ def decode_client(body: bytes) -> ClientMsg:
     """Decode a frame body sent by a client. Raises ``FrameError``."""
     try:
         return _client_decoder.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except msgspec.ValidationError as exc:
+        fields = _fields(body)
+        if fields is None:
+            raise FrameError(f"bad client frame: {exc}") from exc
+        rid = _field(fields, "id")
+        raise InvalidMessage(f"bad request: {exc}", rid if isinstance(rid, int) and not isinstance(rid, bool) else 0) from exc
+    except msgspec.DecodeError as exc:
         raise FrameError(f"bad client frame: {exc}") from exc
+
+
+_fields_decoder = msgspec.msgpack.Decoder(dict[str, msgspec.Raw])
+
+
+def _fields(body: bytes) -> dict[str, msgspec.Raw] | None:
+    """The top-level fields of a body that is a map (values left undecoded), else ``None``."""
+    try:
+        return _fields_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+
+
+def _field(fields: dict[str, msgspec.Raw], name: str) -> Any:
+    try:
+        return msgspec.msgpack.decode(fields[name]) if name in fields else None
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 def decode_daemon(body: bytes) -> DaemonMsg:

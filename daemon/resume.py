@@ -92,7 +92,7 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
         raise BadRequest(f"session {sid} is live in this daemon; join it with `musec attach {sid}`")
     path = index.log_path(sid)
     credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
-    secrets_ = [v for k, v in credentials.items() if k.endswith("_KEY")] + list(req.redact)
+    secrets_ = p.secret_values(credentials) + list(req.redact)
     elog, report = EventLog.open(path, secrets=secrets_)
     try:
         started = _started(first_and_last(path)[0], path)

@@ -66,7 +66,7 @@ def test_stop_and_status_when_not_running(musec: Musec) -> None:
     assert musec("daemon", "stop").returncode == 0
     assert musec.daemon_pid() is None
     proc = musec("daemon", "status")
-    assert proc.returncode == 1 and "not running" in proc.stdout
+    assert proc.returncode == 5 and "not running" in proc.stdout
 
 
 def test_daemon_install_writes_user_units(musec: Musec, tmp_path) -> None:

@@ -17,7 +17,7 @@ CLIENT_MSGS = [
     p.Hello(protocol_version=7, version=""),
     p.StartSession(id=1, workspace="/w", model="m", task="fix it", approval="ask", max_turns=3,
                    credentials={"ANTHROPIC_API_KEY": "k" * 20}, interactive=True,
-                   end_when_idle=False, sandbox="none", title="t"),
+                   end_when_idle=False, sandbox="off", title="t"),
     p.StartSession(id=2, workspace="/w", model="m"),
     p.Attach(id=3, session_id="abc", since_seq=5),
     p.Attach(id=4, session_id="abc"),

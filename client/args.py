@@ -1,0 +1,174 @@
+"""``musec``'s command line (DESIGN §3, contract): the parser, built for the command asked.
+
+Every command's parser is named with its help (``musec --help`` lists them all), but only
+the one being run gets its options: building all of them costs more than the start of
+``musec sessions`` may (it is measured against a bare interpreter).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+
+DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
+DEFAULT_AGENTS = "scout,verifier,reviewer"
+APPROVALS = ("ask", "auto", "read-only", "never")
+SANDBOXES = ("auto", "bwrap", "seatbelt", "off")
+
+# Options of the top-level parser that take a value (`musec --model M` is interactive).
+_VALUE_OPTIONS = frozenset({"--model", "--workspace", "--approval", "--max-turns", "--sandbox",
+                            "--agents-model", "--agents-budget-usd", "--agents"})
+
+
+def session_opts(sp: argparse.ArgumentParser) -> None:
+    """The options of a command that starts a session (``run``, ``chat`` and the bare ``musec``)."""
+    sp.add_argument("--model", default=None, help=f"PROVIDER/MODEL, an alias, or scripted:PATH (default: $MUSEC_MODEL or {DEFAULT_MODEL})")
+    sp.add_argument("--workspace", default=None, help="the repository to work in (default: the current directory)")
+    sp.add_argument("--approval", choices=APPROVALS, default=None, help="default: ask")
+    sp.add_argument("--max-turns", type=int, default=None, help="model turns per message (default: 50)")
+    sp.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    sp.add_argument("--no-blackboard", dest="blackboard", action="store_false",
+                    help="every agent reads files from disk itself (for comparison)")
+    sp.add_argument("--agents-model", default="", metavar="M",
+                    help="a model for the scout (it then answers with its own read-only agent); "
+                         "a cheaper one is a good choice")
+    sp.add_argument("--agents-budget-usd", type=float, default=0.0, metavar="X",
+                    help="the background agents' own budget (0: none)")
+    sp.add_argument("--agents", default=None, metavar="ROLES",
+                    help=f"background agents, comma-separated, or none (default: $MUSEC_AGENTS or {DEFAULT_AGENTS})")
+    sp.add_argument("--trust", action="store_true",
+                    help="trust this workspace's .musec/ files (project config, hooks, skills) as they are now")
+
+
+def _run(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("task", nargs="?", default="", help='the task; "-" reads it from stdin (musec run - < task.md)')
+    session_opts(sp)
+    sp.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
+    sp.add_argument("--budget-usd", type=float, default=None)
+    sp.add_argument("--resume", default=None, metavar="ID", help="go on with session ID")
+    sp.add_argument("--continue", dest="continue_", action="store_true",
+                    help="go on with the latest session of the workspace")
+
+
+def _sessions(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--workspace", default=None)
+    sp.add_argument("--all", action="store_true")
+    sp.add_argument("--json", action="store_true")
+
+
+def _log(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("args", nargs="+", metavar="ID | verify ID")
+    sp.add_argument("--json", action="store_true")
+
+
+def _attach(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("session_id")
+    sp.add_argument("--output-format", choices=("text", "stream-json"), default="text")
+
+
+def _daemon(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("action", choices=("start", "stop", "status", "run", "install"))
+    sp.add_argument("--json", action="store_true")
+
+
+def _resume(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("session_id", nargs="?", default=None)
+    sp.add_argument("--last", action="store_true", help="the latest session of this workspace")
+    sp.add_argument("--workspace", default=None)
+
+
+def _session_id_json(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("session_id")
+    sp.add_argument("--json", action="store_true")
+
+
+def _gc(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
+    sp.add_argument("--dry-run", action="store_true")
+
+
+def _cost(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("session_id", nargs="?", default="", help="default: the latest session of this workspace")
+    sp.add_argument("--json", action="store_true")
+
+
+def _apply(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("session_id")
+
+
+def _json_only(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--json", action="store_true")
+
+
+def _demo(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--keep", action="store_true", help="keep the example's copy")
+
+
+def _none(sp: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _eval(sp: argparse.ArgumentParser) -> None:
+    from .evaluate import add_arguments
+
+    add_arguments(sp)
+
+
+# name -> (help, options); the order is the order of `musec --help`.
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "run": ('run one task headlessly (musec run "TASK", or musec run - to read it from stdin)', _run),
+    "sessions": ("list sessions, the most recently active first", _sessions),
+    "log": ("show a session's event log, or `log verify ID`", _log),
+    "attach": ("join a live session: follow its events and answer its approvals", _attach),
+    "daemon": ("manage the daemon", _daemon),
+    "resume": ("reopen a session interactively (a picker when no ID)", _resume),
+    "replay": ("rebuild a session from its log, no model calls", _session_id_json),
+    "gc": ("remove sessions (not live ones) last active longer ago than an age, with their blobs", _gc),
+    "cost": ("tokens and dollars of a session, per agent and model", _cost),
+    "agents": ("a session's agents: role, state, last activity, tokens, cost", _session_id_json),
+    "workers": ("a session's fan-out workers: branch, state, commits, tokens, cost", _session_id_json),
+    "apply": ("bring a session's integrated fan-out result onto your branch (git merge)", _apply),
+    "models": ("the model catalog: ids, aliases, context, prices", _json_only),
+    "doctor": ("check the sandbox, socket, credentials, git and GPU", _none),
+    "demo": ("fix a bundled example's failing test with the scripted model", _demo),
+    "eval": ("evaluate musec on Harbor tasks (Terminal-Bench style); `eval report JOB`", _eval),
+    "chat": ("interactive session (the default with no command)", session_opts),
+}
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is a command and not the value of a
+    top-level option; ``None`` for the bare ``musec``."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word == "--":
+            return None
+        if word in COMMANDS:
+            return word
+        skip = word in _VALUE_OPTIONS
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv``: every command named, only ``argv``'s command filled in
+    (every one when ``argv`` is ``None``)."""
+    from . import __version__
+
+    wanted = command_of(argv) if argv is not None else None
+    parser = argparse.ArgumentParser(prog="musec", description="musec: a terminal coding agent.")
+    parser.add_argument("--version", action="version", version=f"musec {__version__}")
+    session_opts(parser)  # `musec --model M` opens an interactive session
+    sub = parser.add_subparsers(dest="command")
+    for name, (help_, options) in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_, description=help_)
+        if argv is None or name == wanted:
+            options(sp)
+    return parser
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse ``argv`` (argparse exits 2 with its usage line on bad arguments)."""
+    return build_parser(argv).parse_args(list(argv))

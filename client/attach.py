@@ -1,0 +1,69 @@
+"""``musec attach ID``: join a live session from another terminal. It prints the events
+until the session ends and exits with the session's exit code; in a terminal it answers
+approvals too (the first answer from any attached client wins)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import assert_never
+
+from musec.daemon import protocol as p
+
+from .approvals import ApprovalDesk
+from .connection import connect
+from .exitcodes import Exit, for_error, for_reason
+from .output import err, out_json_line
+from .render import Renderer
+from .stream import SessionStream
+
+
+def cmd_attach(args: argparse.Namespace) -> Exit:
+    """Follow a session until it ends; a session that is not live shows its log."""
+    conn = connect()
+    req = p.Attach(id=conn.next_id(), session_id=args.session_id, since_seq=-1)
+    conn.send(req)
+    text = args.output_format == "text"
+    answering = text and sys.stdin.isatty()
+    if text:
+        err("(attached; you can answer approvals here, the first answer from any terminal wins)" if answering
+            else "(attached; stdin is not a terminal, so approvals are answered elsewhere)")
+    renderer = Renderer(sys.stdout)
+    stream = SessionStream(conn, req.id)
+    desk = ApprovalDesk(conn)
+    while True:
+        msg = conn.recv()
+        match msg:
+            case p.Error():
+                err(f"musec: {msg.message}")
+                if msg.id in (req.id, 0):
+                    return for_error(msg.code)
+            case p.Event():
+                ev = stream.event(msg)
+                if ev is None:
+                    continue
+                if not text:
+                    out_json_line(msg.line)
+                    continue
+                renderer.event(ev)
+                if answering:
+                    desk.on_event(msg, ev)
+            case p.Delta():
+                if text:
+                    renderer.delta(msg.text, msg.kind)
+            case p.Resync():
+                if text:
+                    renderer.resynced()
+                stream.reattach(msg)
+            case p.SessionEnded():
+                end = stream.ended(msg)
+                if text:
+                    err(f"musec: session {end.session_id} {'was not live' if end.exit_reason == 'not_live' else 'ended'}: "
+                        f"{end.exit_reason}" + (f" ({end.message})" if end.message else ""))
+                return for_reason(end.exit_reason)
+            case (p.Idle() | p.SessionStarted() | p.Hello() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
+                  | p.ReplayResult() | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied()
+                  | p.Collected() | p.StatusReply()):
+                pass  # Ok answers an approval sent here; the rest answer nothing this loop asks
+            case _:
+                assert_never(msg)

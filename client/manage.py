@@ -1,0 +1,44 @@
+"""Commands that change things through the daemon: ``musec gc`` and ``musec apply``."""
+
+from __future__ import annotations
+
+import argparse
+
+from musec.daemon import protocol as p
+
+from .connection import connect
+from .errors import UsageError
+from .exitcodes import OK, Exit
+from .output import out
+
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_age_s(text: str) -> float:
+    """``30d``, ``12h``, ``90m``... in seconds. Raises ``UsageError``."""
+    try:
+        return float(text[:-1]) * _AGE_UNITS[text[-1]]
+    except (KeyError, ValueError, IndexError):
+        raise UsageError(f"--older-than takes an age like 30d, 12h or 90m, not {text!r}") from None
+
+
+def cmd_gc(args: argparse.Namespace) -> Exit:
+    """``musec gc --older-than AGE [--dry-run]``."""
+    older_than_s = parse_age_s(args.older_than)
+    conn = connect()
+    r = conn.request(p.CollectSessions(id=conn.next_id(), older_than_s=older_than_s, dry_run=args.dry_run))
+    verb = "would remove" if args.dry_run else "removed"
+    out(f"{verb} {len(r.sessions)} session(s), {r.bytes_freed} bytes")
+    for sid in r.sessions:
+        out(f"  {sid}")
+    for line in r.kept:
+        out(f"kept {line}")
+    return OK
+
+
+def cmd_apply(args: argparse.Namespace) -> Exit:
+    """``musec apply ID``: the integrated fan-out result onto the person's branch."""
+    conn = connect()
+    r = conn.request(p.ApplyIntegration(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
+    out(f"{r.branch}: {r.how} {r.old_head[:12]} -> {r.new_head[:12]}")
+    return OK

@@ -1,0 +1,95 @@
+"""Building the requests that start or resume a session from the command line and the
+environment: model, workspace, approval, limits, credentials, what to redact."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+from musec.daemon import protocol as p
+
+from .args import DEFAULT_AGENTS, DEFAULT_MODEL
+from .connection import Connection
+from .errors import UsageError
+
+DEFAULT_MAX_TURNS = 50
+
+
+def credentials() -> dict[str, str]:
+    """The provider variables of this environment, passed to the daemon per request."""
+    return {k: os.environ[k] for k in p.CREDENTIAL_VARS if os.environ.get(k)}
+
+
+def secret_values() -> list[str]:
+    """This environment's secret values (``protocol.secret_values``): the daemon redacts
+    them from everything it writes (DESIGN §5 rule 6)."""
+    return p.secret_values(os.environ)
+
+
+def resolve_agents(agents: str | None) -> list[str]:
+    """The background roles: ``--agents``, else ``$MUSEC_AGENTS``, else the default."""
+    text = agents if agents is not None else os.environ.get("MUSEC_AGENTS", DEFAULT_AGENTS)
+    return [] if text.strip() in ("", "none") else [r.strip() for r in text.split(",") if r.strip()]
+
+
+def resolve_model(model: str | None) -> str:
+    """``--model``, else ``$MUSEC_MODEL``, else the default; a ``scripted:`` path made absolute.
+
+    Raises:
+        UsageError: a scripted model's file does not exist.
+    """
+    model = model or os.environ.get("MUSEC_MODEL") or DEFAULT_MODEL
+    if model.startswith("scripted:"):
+        path = Path(model.removeprefix("scripted:")).expanduser()
+        if not path.is_file():
+            raise UsageError(f"scripted model file {path} does not exist")
+        model = "scripted:" + str(path.resolve())
+    return model
+
+
+def resolve_workspace(workspace: str | None) -> str:
+    """``--workspace`` or the current directory, absolute. Raises ``UsageError``."""
+    path = Path(workspace or os.getcwd()).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"workspace {path} is not a directory")
+    return str(path.resolve())
+
+
+def start_request(conn: Connection, args: argparse.Namespace, task: str, *, interactive: bool) -> p.StartSession:
+    """The ``StartSession`` for ``args`` (the session options of ``args.session_opts``).
+
+    Raises:
+        UsageError: a limit, model or workspace that cannot be used.
+    """
+    max_turns = DEFAULT_MAX_TURNS if args.max_turns is None else args.max_turns
+    if max_turns < 1:
+        raise UsageError("--max-turns must be at least 1")
+    budget_usd = getattr(args, "budget_usd", None)
+    if budget_usd is not None and (not math.isfinite(budget_usd) or budget_usd <= 0):
+        raise UsageError("--budget-usd must be a finite number of dollars more than 0")
+    trust = bool(getattr(args, "trust", False))
+    agents_model = getattr(args, "agents_model", "")
+    return p.StartSession(
+        id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
+        task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
+        interactive=interactive, end_when_idle=not interactive, sandbox=getattr(args, "sandbox", None) or "auto",
+        redact=secret_values(), budget_usd=budget_usd or 0.0, agents=resolve_agents(getattr(args, "agents", None)),
+        blackboard=getattr(args, "blackboard", True),
+        agents_model=resolve_model(agents_model) if agents_model else "",
+        agents_budget_usd=getattr(args, "agents_budget_usd", 0.0) or 0.0, trust=trust,
+        ask_trust=interactive and not trust,
+    )
+
+
+def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.ResumeSession:
+    """The headless ``ResumeSession`` of ``musec run --resume ID`` / ``--continue``."""
+    if args.max_turns is not None and args.max_turns < 1:
+        raise UsageError("--max-turns must be at least 1")
+    return p.ResumeSession(
+        id=conn.next_id(), session_id=args.resume or "",
+        workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
+        credentials=credentials(), interactive=False, end_when_idle=True,
+        approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(),
+    )

@@ -1,0 +1,137 @@
+"""``musec run``: one task (or the next message of a session) headlessly, followed until
+the session ends; the exit code says how it ended (DESIGN §3)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, assert_never
+
+from musec.daemon import protocol as p
+
+from .connection import Connection, connect
+from .errors import DaemonLost, UsageError
+from .exitcodes import Condition, Exit, for_condition, for_error, for_reason
+from .output import err, out_json, out_json_line
+from .render import Renderer
+from .requests import resume_request, start_request
+from .stream import SessionStream
+
+OutputFormat = str  # "text" | "json" | "stream-json"
+
+
+def read_task(args: argparse.Namespace) -> str:
+    """The task: the argument, or stdin for ``-``; bytes that are not UTF-8 (a bad locale,
+    a binary paste) become U+FFFD, not a crash."""
+    task = args.task if args.task != "-" else sys.stdin.buffer.read().decode("utf-8", "replace")
+    return task.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``musec run``: start a session, or go on with one (``--resume``/``--continue``)."""
+    task = read_task(args)
+    if args.resume and args.continue_:
+        raise UsageError("give either --resume ID or --continue, not both")
+    if (args.resume or args.continue_) and args.model:
+        raise UsageError("a resumed session keeps its model; start a new run to use another (--model)")
+    if args.resume or args.continue_:
+        conn = connect()
+        return follow_run(conn, resume_request(conn, args, task), args.output_format)
+    if not task.strip():
+        raise UsageError('give the task: musec run "fix the failing test" (or musec run - to read it from stdin)')
+    conn = connect()
+    return follow_run(conn, start_request(conn, args, task, interactive=False), args.output_format)
+
+
+def follow_run(
+    conn: Connection, req: p.StartSession | p.ResumeSession, output_format: OutputFormat,
+    events: list[dict[str, Any]] | None = None, info: dict[str, str] | None = None, quiet: bool = False,
+) -> int:
+    """Send ``req`` and show the session until it ends; return the exit code.
+
+    ``events``, when given, collects every logged event (decoded) as it arrives;
+    ``info`` gets the ``session_id`` and ``log_path``. A cut-off (``Resync``) re-attaches
+    from the last event read; the daemon going away exits 5 at once.
+    """
+    info = {} if info is None else info
+    conn.send(req)
+    renderer = Renderer(sys.stdout, turn_ends=False)  # the end is said once, by finish_run
+    stream = SessionStream(conn, req.id)
+    interrupted = False
+    while True:
+        try:
+            msg = conn.recv()
+        except KeyboardInterrupt:
+            if interrupted or not stream.session_id:
+                return for_condition(Condition.INTERRUPTED)
+            interrupted = True
+            conn.send(p.Interrupt(id=conn.next_id(), session_id=stream.session_id))
+            err("\nmusec: interrupting the turn (Ctrl-C again to leave it running)")
+            continue
+        except DaemonLost:
+            if stream.session_id:
+                err(f"musec: the daemon stopped during session {stream.session_id}; nothing acknowledged is lost. "
+                    f"Go on with `musec run --resume {stream.session_id}`")
+            else:
+                err("musec: the daemon stopped; check `musec daemon status`")
+            return for_condition(Condition.DAEMON_LOST)
+        match msg:
+            case p.Error():
+                if msg.id in (req.id, 0):
+                    err(f"musec: {msg.message}")
+                    return for_error(msg.code)
+                if output_format == "text":  # the answer to an Interrupt sent here
+                    err(f"musec: {msg.message}")
+            case p.SessionStarted():
+                stream.session_id = msg.session_id
+                info.update(session_id=msg.session_id, log_path=msg.log_path)
+                if output_format == "text" and not quiet:
+                    verb = "resumed" if msg.resumed else "session"
+                    cut = f" ({len(msg.interrupted_calls)} interrupted call(s) answered as interrupted)" if msg.interrupted_calls else ""
+                    err(f"{verb} {msg.session_id}{cut}")
+            case p.Event():
+                ev = stream.event(msg)
+                if ev is None:
+                    continue
+                if events is not None:
+                    events.append(ev)
+                note = (ev.get("trust") or {}).get("note") if msg.seq == 0 and isinstance(ev.get("trust"), dict) else None
+                if note:
+                    err(f"musec: {note}")
+                if output_format == "stream-json":
+                    out_json_line(msg.line)
+                elif output_format == "text":
+                    renderer.event(ev)
+            case p.Delta():
+                if output_format == "text":
+                    renderer.delta(msg.text, msg.kind)
+            case p.Resync():
+                if output_format == "text" and not quiet:
+                    renderer.resynced()
+                stream.reattach(msg)
+            case p.SessionEnded():
+                return finish_run(output_format, stream.ended(msg))
+            case p.Idle():
+                pass  # a headless session ends by itself when idle (end_when_idle)
+            case (p.Hello() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
+                  | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply()):
+                pass  # replies to requests this loop does not make
+            case _:
+                assert_never(msg)
+
+
+def finish_run(output_format: OutputFormat, msg: p.SessionEnded) -> Exit:
+    """Print the run's end (a JSON result, or a line on stderr) and return its exit code."""
+    code = for_reason(msg.exit_reason)
+    sys.stdout.flush()
+    if output_format in ("json", "stream-json"):
+        out_json({
+            "type": "result", "session_id": msg.session_id, "exit_reason": msg.exit_reason, "exit_code": int(code),
+            "result": msg.result, "message": msg.message, "turns": msg.turns, "usage": msg.usage,
+            "cost_usd": msg.cost_usd, "log_path": msg.log_path,
+        })
+    else:
+        if msg.message and msg.exit_reason != "finished":
+            err(f"musec: {msg.message}")
+        err(f"musec: {msg.exit_reason} after {msg.turns} turns; log: {msg.log_path}")
+    return code

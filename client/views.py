@@ -1,0 +1,166 @@
+"""The read-only views: ``musec sessions``, ``log``, ``replay``, ``cost``, ``agents``,
+``workers`` and ``models``. Each asks the daemon one question and prints the answer as a
+table or (``--json``) as JSON; everything printed goes through ``output``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from musec.daemon import protocol as p
+
+from .connection import connect
+from .errors import UsageError
+from .exitcodes import OK, Condition, Exit, for_condition
+from .output import err, out, out_json, out_json_line
+from .render import log_line_summary
+from .requests import resolve_workspace
+
+
+def age(ts: float) -> str:
+    """How long ago UNIX time ``ts`` was, in one unit: ``3d``, ``5h``, ``12m``, ``40s``."""
+    s = max(0.0, time.time() - ts)
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= n:
+            return f"{int(s // n)}{unit}"
+    return f"{int(s)}s"
+
+
+def cmd_sessions(args: argparse.Namespace) -> Exit:
+    """``musec sessions``: the most recently active first (the daemon's order)."""
+    conn = connect()
+    workspace = "" if args.all else resolve_workspace(args.workspace)
+    rows = conn.request(p.ListSessions(id=conn.next_id(), workspace=workspace)).sessions
+    if args.json:
+        out_json([{"id": s.id, "workspace": s.workspace, "started_at": s.started_at, "updated_at": s.updated_at,
+                   "status": s.status, "title": s.title} for s in rows])
+        return OK
+    if not rows:
+        where = "" if args.all else f" in {workspace} (--all lists every workspace)"
+        out(f"no sessions{where}")
+        return OK
+    for s in rows:
+        out(f"{s.id}  {s.status:<12} {age(s.updated_at):>4}  {s.workspace}  {' '.join(s.title.split())}")
+    return OK
+
+
+def cmd_log(args: argparse.Namespace) -> Exit:
+    """``musec log ID [--json]`` and ``musec log verify ID``."""
+    if args.args[0] == "verify":
+        if len(args.args) != 2:
+            raise UsageError("usage: musec log verify ID")
+        conn = connect()
+        r = conn.request(p.VerifyLog(id=conn.next_id(), session_id=args.args[1]))
+        if r.ok:
+            out(f"ok: {r.events} events, hash chain intact ({r.session_id})")
+            return OK
+        for problem in r.problems:
+            out(f"FAILED: {problem}")
+        return for_condition(Condition.VERIFY_FAILED)
+    if len(args.args) != 1:
+        raise UsageError("usage: musec log ID [--json] | musec log verify ID")
+    conn = connect()
+    r = conn.request(p.ReadLog(id=conn.next_id(), session_id=args.args[0]))
+    for n, line in enumerate(r.lines):
+        try:
+            event = json.loads(line)
+            if not isinstance(event, dict):
+                raise ValueError(line)
+        except ValueError:
+            err(f"musec: seq {n} is damaged; the log is shown up to it (check it with `musec log verify {r.session_id}`)")
+            return for_condition(Condition.LOG_DAMAGED)
+        if args.json:
+            out_json_line(line)
+        else:
+            out(log_line_summary(event))
+    return OK
+
+
+def cmd_replay(args: argparse.Namespace) -> Exit:
+    """``musec replay ID``: rebuild the session from its log and compare the requests."""
+    conn = connect()
+    r = conn.request(p.Replay(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
+    if args.json:
+        out_json({"session_id": r.session_id, "ok": r.ok, "events": r.events, "model_requests": r.model_requests,
+                  "turns": r.turns, "problems": r.problems, "next_request_digest": r.next_request_digest})
+    else:
+        verdict = "every request re-derived byte for byte" if r.ok else "MISMATCH"
+        out(f"{r.session_id}: {r.events} events, {r.turns} turns, {r.model_requests} model requests: {verdict}")
+        for problem in r.problems:
+            out(f"  {problem}")
+        out(f"next request digest: {r.next_request_digest}")
+    return OK if r.ok else for_condition(Condition.REPLAY_MISMATCH)
+
+
+def cmd_models(args: argparse.Namespace) -> Exit:
+    """``musec models``: the catalog."""
+    conn = connect()
+    r = conn.request(p.ListModels(id=conn.next_id()))
+    if args.json:
+        import msgspec
+
+        out_json(msgspec.to_builtins(r.models))
+        return OK
+    out(f"{'model':<36} {'aliases':<18} {'context':>8} {'in $/M':>7} {'cached':>7} {'out $/M':>8}  trains")
+    for m in r.models:
+        ctx = f"{m.context_window_tokens // 1000}k" if m.context_window_tokens else "?"
+        out(f"{m.id:<36} {','.join(m.aliases)[:18]:<18} {ctx:>8} {m.input_per_mtok:>7.2f} {m.cached_input_per_mtok:>7.2f} "
+            f"{m.output_per_mtok:>8.2f}  {'YES' if m.trains_on_data else 'no'}")
+    return OK
+
+
+def cmd_workers(args: argparse.Namespace) -> Exit:
+    """``musec workers ID``: a session's fan-out workers."""
+    conn = connect()
+    r = conn.request(p.ListWorkers(id=conn.next_id(), session_id=args.session_id))
+    if args.json:
+        out_json({"session_id": r.session_id, "integration": r.integration, "workers": [
+            {"name": w.name, "branch": w.branch, "state": w.state, "commits": w.commits, "path": w.path,
+             "input_tokens": w.input_tokens, "output_tokens": w.output_tokens, "cost_usd": w.cost_usd}
+            for w in r.workers]})
+        return OK
+    if not r.workers:
+        out(f"session {r.session_id} started no workers")
+        return OK
+    for w in r.workers:
+        out(f"{w.name:<16} {w.state:<14} {w.commits:>2} commit(s)  {w.input_tokens + w.output_tokens:>8} tokens  "
+            f"${w.cost_usd:.4f}  {w.branch}")
+    if r.integration:
+        out(f"integration {r.integration}")
+    return OK
+
+
+def cmd_agents(args: argparse.Namespace) -> Exit:
+    """``musec agents ID``: a session's agents."""
+    conn = connect()
+    r = conn.request(p.ListAgents(id=conn.next_id(), session_id=args.session_id))
+    if args.json:
+        out_json([{"agent": a.agent, "role": a.role, "state": a.state, "last_activity_at": a.last_activity_at,
+                   "input_tokens": a.input_tokens, "output_tokens": a.output_tokens, "cost_usd": a.cost_usd,
+                   "events": a.events} for a in r.agents])
+        return OK
+    for a in r.agents:
+        last = age(a.last_activity_at) + " ago" if a.last_activity_at else "never"
+        out(f"{a.agent:<20} {a.role:<9} {a.state:<22} {last:>9}  {a.input_tokens + a.output_tokens:>8} tokens  ${a.cost_usd:.4f}")
+    return OK
+
+
+def cmd_cost(args: argparse.Namespace) -> Exit:
+    """``musec cost [ID]``: tokens and dollars per agent and model."""
+    conn = connect()
+    r = conn.request(p.Cost(id=conn.next_id(), session_id=args.session_id,
+                            workspace="" if args.session_id else resolve_workspace(None)))
+    if args.json:
+        out_json({"session_id": r.session_id, "total_usd": r.total_usd, "retries": r.retries, "rows": [
+            {"agent": x.agent, "model": x.model, "calls": x.calls, "input_tokens": x.input_tokens,
+             "output_tokens": x.output_tokens, "cache_read_tokens": x.cache_read_tokens,
+             "cache_write_tokens": x.cache_write_tokens, "cost_usd": x.cost_usd} for x in r.rows]})
+        return OK
+    out(f"session {r.session_id}")
+    out(f"{'agent':<18} {'model':<32} {'calls':>5} {'input':>9} {'cached':>9} {'output':>8} {'cost':>10}")
+    for x in r.rows:
+        out(f"{x.agent:<18} {x.model[:32]:<32} {x.calls:>5} {x.input_tokens:>9} {x.cache_read_tokens:>9} "
+            f"{x.output_tokens:>8} {'$' + format(x.cost_usd, '.4f'):>10}")
+    out(f"total ${r.total_usd:.4f}" + (f" ({r.retries} retried call(s))" if r.retries else ""))
+    return OK
