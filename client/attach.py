@@ -25,9 +25,8 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
     conn.send(req)
     text = args.output_format == "text"
     answering = text and sys.stdin.isatty()
-    if text:
-        err("(attached; you can answer approvals here, the first answer from any terminal wins)" if answering
-            else "(attached; stdin is not a terminal, so approvals are answered elsewhere)")
+    banner = ("" if not text else "(attached; you can answer approvals here, the first answer from any terminal wins)"
+              if answering else "(attached; stdin is not a terminal, so approvals are answered elsewhere)")
     renderer = Renderer(sys.stdout)
     stream = SessionStream(conn, req.id)
     desk = ApprovalDesk(conn)
@@ -42,6 +41,9 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
                 ev = stream.event(msg)
                 if ev is None:
                     continue
+                if banner:  # said once the session is known to exist
+                    err(banner)
+                    banner = ""
                 if not text:
                     out_json_line(msg.line)
                     continue

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from musec.daemon.protocol import is_secret_name
 
 from tests.support.outside import install as install_outside_guard
 
@@ -23,7 +24,6 @@ if "TRITON_INTERPRET" not in os.environ and shutil.which("nvidia-smi") is None:
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-_SECRET_MARKERS = ("_KEY", "_TOKEN", "_SECRET", "PASSWORD")
 
 # The suite reads nothing outside the repository: a clone in any directory must pass it.
 install_outside_guard(REPO_ROOT)
@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def clean_env(home: Path) -> dict[str, str]:
     """The environment for a musec subprocess: this one's, without credentials or user git config."""
-    env = {k: v for k, v in os.environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+    env = {k: v for k, v in os.environ.items() if not is_secret_name(k)}
     for k in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "MUSEC_MODEL", "MUSEC_SOCKET", "XDG_RUNTIME_DIR"):
         env.pop(k, None)
     env.update(
@@ -71,7 +71,7 @@ class Musec:
                  timeout: float = 90, input: str | None = None) -> subprocess.CompletedProcess[str]:
         full_env = {**self.env, **(env or {})}
         for k, v in (env or {}).items():
-            if any(m in k.upper() for m in _SECRET_MARKERS):
+            if is_secret_name(k):
                 self.secrets.add(v)
         return subprocess.run([str(BIN / "musec"), *args], env=full_env, cwd=cwd, capture_output=True,
                               text=True, timeout=timeout, input=input if input is not None else "")

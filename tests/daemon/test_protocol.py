@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import struct
+import typing
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -265,3 +267,70 @@ def test_socket_and_state_paths_are_pure() -> None:
     assert str(p.state_home({"MUSEC_HOME": "/h"})) == "/h/state"
     assert str(p.config_home({"MUSEC_HOME": "/h"})) == "/h/config"
     assert str(p.config_home({"XDG_CONFIG_HOME": "/c"})) == "/c/musec"
+
+
+# --- safe defaults, closed sets, secrets (issue 11 part 5) --------------------------------
+
+
+def test_a_client_that_omits_a_field_gets_the_safe_choice() -> None:
+    req = p.decode_client(msgspec.msgpack.encode({"type": "start_session", "id": 1, "workspace": "/w", "model": "m"}))
+    assert isinstance(req, p.StartSession)
+    assert req.approval == "ask" and req.sandbox == "auto" and not req.trust and req.agents == []
+    assert not req.interactive and req.end_when_idle and req.budget_usd == 0.0
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("approval", "yolo"), ("sandbox", "none"),
+])
+def test_a_string_outside_its_closed_set_is_a_bad_request_with_its_id(field: str, value: str) -> None:
+    body = msgspec.msgpack.encode({"type": "start_session", "id": 9, "workspace": "/w", "model": "m", field: value})
+    with pytest.raises(p.InvalidMessage) as caught:
+        p.decode_client(body)
+    assert caught.value.request_id == 9 and caught.value.code == "bad_request" and field in str(caught.value)
+
+
+def test_decisions_and_exit_reasons_are_closed_sets() -> None:
+    with pytest.raises(p.FrameError):
+        p.decode_client(msgspec.msgpack.encode({"type": "approval_answer", "id": 1, "session_id": "s",
+                                                "call_id": "c", "decision": "maybe"}))
+    with pytest.raises(p.FrameError):
+        p.decode_daemon(msgspec.msgpack.encode({"type": "session_ended", "id": 1, "session_id": "s",
+                                                "exit_reason": "whatever"}))
+
+
+def test_every_plain_request_names_its_reply_and_says_so() -> None:
+    for request, reply in p.REPLY.items():
+        assert reply.__name__ in (request.__doc__ or ""), request
+    for cls in typing.get_args(p.ClientMsg):
+        if cls is not p.Hello:
+            assert "Repl" in (cls.__doc__ or ""), f"{cls.__name__}'s docstring does not say what reply it causes"
+
+
+@pytest.mark.parametrize("name", ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN", "SOME_SECRET", "PGPASSWORD",
+                                  "my_password_file", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "STRIPE_KEY",
+                                  "db_passwd", "HF_TOKEN", "GPG_PASSPHRASE", "SECRETS_DIR"])
+def test_secret_names(name: str) -> None:
+    assert p.is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["PATH", "HOME", "KEYBOARD", "TOKENIZERS_PARALLELISM", "ANTHROPIC_BASE_URL",
+                                  "MUSEC_HOME", "KEYRING_BACKEND", "LANG"])
+def test_names_that_are_not_secret(name: str) -> None:
+    assert not p.is_secret_name(name)
+
+
+def test_secret_values_skips_short_ones() -> None:
+    env = {"A_TOKEN": "0123456789", "B_KEY": "short", "PATH": "/usr/bin:/bin/long-enough"}
+    assert p.secret_values(env) == ["0123456789"]
+
+
+def test_a_deep_home_gets_a_short_socket_in_the_runtime_dir(tmp_path) -> None:
+    deep = "/tmp/" + "d" * 120
+    path = p.socket_path({"MUSEC_HOME": deep, "XDG_RUNTIME_DIR": "/run/user/1000"})
+    assert str(path).startswith("/run/user/1000/musec/home-") and p.socket_path_problem(path) is None
+    assert path == p.socket_path({"MUSEC_HOME": deep, "XDG_RUNTIME_DIR": "/run/user/1000"})  # stable
+    assert path != p.socket_path({"MUSEC_HOME": deep + "x", "XDG_RUNTIME_DIR": "/run/user/1000"})
+    lone = p.socket_path({"MUSEC_HOME": deep})
+    assert "MUSEC_SOCKET" in (p.socket_path_problem(lone) or "")
+    short = p.socket_path({"MUSEC_HOME": "/tmp/h", "XDG_RUNTIME_DIR": "/run/user/1000"})
+    assert short == Path("/tmp/h/run/musecd.sock")
