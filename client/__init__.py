@@ -3,15 +3,14 @@
 Importing this package does nothing. ``main`` answers ``--version`` before importing
 anything else, so that path stays as cheap as a bare interpreter start.
 
-``__version__`` is musec's one written version: ``pyproject.toml`` reads it for the
-distribution's metadata, and the daemon reports that (``musec.daemon.version``).
+``__version__`` is musec's one written version (``client/version.py``).
 """
 
 from __future__ import annotations
 
 import sys
 
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def main() -> None:

@@ -155,7 +155,7 @@ def command_of(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser for ``argv``: every command named, only ``argv``'s command filled in
     (every one when ``argv`` is ``None``)."""
-    from . import __version__
+    from .version import __version__
 
     wanted = command_of(argv) if argv is not None else None
     parser = argparse.ArgumentParser(prog="musec", description="musec: a terminal coding agent.")

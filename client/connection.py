@@ -21,7 +21,6 @@ from typing import Any, assert_never
 
 from musec.daemon import protocol as p
 
-from . import __version__
 from .errors import (
     DaemonLost,
     DaemonNotRunning,
@@ -31,6 +30,7 @@ from .errors import (
     RequestFailed,
 )
 from .output import err
+from .version import __version__
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0

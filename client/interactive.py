@@ -13,7 +13,6 @@ from typing import Any, assert_never
 
 from musec.daemon import protocol as p
 
-from . import __version__
 from .approvals import ApprovalDesk, ask_trust
 from .connection import Connection, connect
 from .errors import DaemonLost, NothingToResume
@@ -22,6 +21,7 @@ from .output import err, out
 from .render import Renderer
 from .requests import credentials, resolve_workspace, start_request
 from .stream import SessionStream
+from .version import __version__
 from .views import age
 
 BANNER = "musec {version} · {model} · approval {approval} · {workspace}\nType a task; /exit leaves. Ctrl-C interrupts a turn."

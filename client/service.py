@@ -65,7 +65,7 @@ def stop() -> Exit:
 
 def status(as_json: bool) -> Exit:
     """Print the daemon's pid, socket, version and live sessions; exit 5 when none runs."""
-    from . import __version__
+    from .version import __version__
 
     conn = try_connect()
     if conn is None:

@@ -14,6 +14,10 @@ outside the set is a ``FrameError``); adding a value is a change of the protocol
 ``PROTOCOL_VERSION``. Every default is the safe choice, so a client that omits a field
 gets the careful behaviour (``approval="ask"``, a sandbox, no trust, no background agents).
 
+Why over 500 lines: the protocol is defined in one module by design (DESIGN §4): every
+message of both directions, the closed sets, framing and the socket's place, so that a
+reader and a reviewer see the whole wire at once and the client imports exactly this.
+
 This module imports nothing else of musec: the client's import path is this module, the
 client package and the standard library. The package's version is not here: each side
 fills ``Hello.version`` with its own (the client from ``musec.client.__version__``, the

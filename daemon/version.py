@@ -1,6 +1,6 @@
 """The version of the installed musec, as the daemon reports it (``Hello``, ``Status``, logs).
 
-The one written version is ``musec.client.__version__``; ``pyproject.toml`` reads it from
+The one written version is ``musec.client.version.__version__``; ``pyproject.toml`` reads it from
 there for the distribution's metadata, and the daemon reads that metadata, so neither the
 protocol module nor the daemon imports the client.
 """

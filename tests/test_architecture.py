@@ -177,9 +177,6 @@ RULES = [
 ]
 
 PENDING = {
-    "client": "client/__init__ imports daemon.version and client/service imports daemon.server "
-              "(`musec daemon run`); the client engineer is fixing both (issue 11 part 2/4)",
-    "protocol": "daemon/protocol.py imports daemon/version.py; the client engineer is fixing it (issue 11)",
     "providers": "providers import agents.conversation and agents.errors, and providers/__init__ imports "
                  "agents.catalog; the events engineer is moving the first two into agents/core/ and the "
                  "catalog into agents/providers/ (issue 11 part 3)",
@@ -198,10 +195,7 @@ def test_dependency_rule(rule: Rule) -> None:
     assert not bad, f"{rule.why}:\n  " + "\n  ".join(bad)
 
 
-PENDING_CYCLES = {
-    "client": "client/cli, client/interactive and client/demo import each other; the client engineer is "
-              "splitting cli.py (issue 11 part 4)",
-}
+PENDING_CYCLES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("top", [pytest.param(t, id=t, marks=_xfail(t, PENDING_CYCLES)) for t in TOP])
