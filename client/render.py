@@ -28,6 +28,16 @@ def call_summary(tool: str, input: dict[str, Any]) -> str:
     return f"{safe(str(tool))}({_short(input)})"
 
 
+def _blocks(ev: dict[str, Any]) -> list[dict[str, Any]]:
+    content = ev.get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _input(ev: dict[str, Any]) -> dict[str, Any]:
+    value = ev.get("input")
+    return value if isinstance(value, dict) else {}
+
+
 def _s(ev: dict[str, Any], key: str, default: str = "") -> str:
     """``ev[key]`` as clean text."""
     value = ev.get(key, default)
@@ -88,7 +98,7 @@ class Renderer:
         prefix = "" if agent == "main" else self._c("35", f"[{agent}] ")
         if kind == "model_response":
             if not self._streamed:
-                text = "".join(str(b.get("text", "")) for b in ev.get("content", []) if b.get("type") == "text")
+                text = "".join(str(b.get("text", "")) for b in _blocks(ev) if b.get("type") == "text")
                 if text.strip():
                     self._line(prefix + safe(text.strip()))
             elif not self._at_line_start:
@@ -96,7 +106,7 @@ class Renderer:
             self._streamed = False
             self._skip_deltas = False
         elif kind == "tool_started":
-            self._line(prefix + self._c("36", "● ") + call_summary(ev.get("tool", "?"), ev.get("input") or {}))
+            self._line(prefix + self._c("36", "● ") + call_summary(ev.get("tool", "?"), _input(ev)))
         elif kind == "tool_finished":
             self._line(prefix + "  " + self._c("2", "⎿ " + self.result_summary(ev)))
         elif kind == "tool_interrupted":
@@ -142,11 +152,11 @@ def log_line_summary(ev: dict[str, Any]) -> str:
     kind = _s(ev, "type", "?")
     detail = ""
     if kind in ("tool_started", "approval_requested"):
-        detail = call_summary(ev.get("tool", "?"), ev.get("input") or {})
+        detail = call_summary(ev.get("tool", "?"), _input(ev))
     elif kind == "tool_finished":
         detail = f"{_s(ev, 'tool')} {Renderer.result_summary(ev)}"
     elif kind == "model_response":
-        blocks = [b for b in ev.get("content", []) if isinstance(b, dict)]
+        blocks = _blocks(ev)
         text = " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
         calls = [str(b.get("name")) for b in blocks if b.get("type") == "tool_call"]
         detail = _short(text, 71) + (f" → {', '.join(calls)}" if calls else "")
