@@ -81,3 +81,25 @@ def test_daemon_install_writes_user_units(musec: Musec, tmp_path) -> None:
 def test_log_of_unknown_session_is_a_clear_error(musec: Musec) -> None:
     proc = musec("log", "nope")
     assert proc.returncode == 2 and "no session 'nope'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_daemon_run_becomes_the_daemon_without_importing_it_into_the_client(musec: Musec) -> None:
+    """``musec daemon run`` replaces the client process (same pid): the client never
+    imports the daemon, and a service manager supervises the daemon itself."""
+    from tests.conftest import BIN
+
+    proc = subprocess.Popen([str(BIN / "musec"), "daemon", "run"], env=musec.env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            if musec.daemon_pid() is not None:
+                break
+            assert proc.poll() is None, "musec daemon run exited"
+        assert musec.daemon_pid() == proc.pid
+        with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
+            assert b"musec.daemon" in f.read()
+        assert musec("daemon", "stop").returncode == 0
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
