@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -67,6 +68,17 @@ class Campaign:
         self.sink, self.evaluator = sink, evaluator
         self.board = Leaderboard()
         self.branch = branch_name(spec.name)
+        self.started_at = time.time()  # the session's start, set by the role on resume
+        self.max_wall_s = spec.max_wall_s
+
+    def budget_spent(self, tool_calls: int) -> str | None:
+        """Why the campaign may not evaluate any more (wall time or tool calls), or None."""
+        limit = self.spec.budget.max_tool_calls
+        if limit is not None and tool_calls >= limit:
+            return f"the campaign's budget of {limit} tool calls is spent"
+        if time.time() - self.started_at >= self.max_wall_s:
+            return f"the campaign's wall-time budget of {self.max_wall_s:g} s is spent"
+        return None
 
     def prepare(self) -> Path:
         """Put the spec's starting candidate in the workspace unless a candidate is already there."""

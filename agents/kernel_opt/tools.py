@@ -66,6 +66,9 @@ class EvaluateKernelTool:
         if isinstance(path, ToolOutput):
             return path
         calls = self.tool_calls()
+        spent = self.campaign.budget_spent(calls)
+        if spent:
+            return ToolOutput(content=f"{spent}: stop evaluating and show the leaderboard", is_error=True)
         entry = await anyio.to_thread.run_sync(lambda: self.campaign.evaluate(path, calls), abandon_on_cancel=True)
         return ToolOutput(content=summary(entry, self.campaign.board), is_error=not entry.evaluation.correct)
 
