@@ -94,23 +94,38 @@ class Campaign:
             self.board.add(e.evaluation, e.commit)
 
     def evaluate(self, path: str | None = None, tool_calls: int = 0) -> Entry:
-        """Evaluate a candidate, keep it if it is the best, record it; return its entry."""
-        path = path or self.spec.candidate
-        ev = self.evaluator(self.spec, self.workspace, path, tool_calls=tool_calls)
+        """Evaluate a candidate, keep it if it is the best, record it; return its entry.
+
+        The same as ``run``, ``keep``, ``publish`` and ``write_outputs`` in turn; a caller
+        on an event loop runs ``run`` and ``write_outputs`` in a worker thread and the rest
+        on the loop (the sink, e.g. a session's recorder, may not be thread-safe).
+        """
+        entry = self.keep(self.run(path, tool_calls))
+        self.publish(entry)
+        self.write_outputs()
+        return entry
+
+    def run(self, path: str | None = None, tool_calls: int = 0) -> Evaluation:
+        """Evaluate ``path`` (default: the spec's candidate) with the campaign's evaluator (blocking)."""
+        return self.evaluator(self.spec, self.workspace, path or self.spec.candidate, tool_calls=tool_calls)
+
+    def keep(self, ev: Evaluation) -> Entry:
+        """Commit the candidate when ``ev`` beats the best so far, and add ``ev`` to the board."""
         commit = None
         if self.board.improves(ev):
-            source = (self.workspace / path).read_text()
+            source = (self.workspace / ev.candidate).read_text()
             previous = self.board.best.evaluation.speedup if self.board.best else None
             msg = _commit_message(self.spec.name, ev, previous)
             try:
                 commit = commit_candidate(self.workspace, self.branch, self.spec.candidate, source, msg)
             except Exception as exc:  # no repository: the board still records the result
                 ev = msgspec.structs.replace(ev, notes=[*ev.notes, f"not committed: {exc}"])
-        entry = self.board.add(ev, commit)
+        return self.board.add(ev, commit)
+
+    def publish(self, entry: Entry) -> None:
+        """Hand a new entry to the sink (persistence), if there is one."""
         if self.sink is not None:
             self.sink(entry)
-        self.write_outputs()
-        return entry
 
     def write_outputs(self) -> tuple[Path, Path]:
         """Rewrite the CSV and the PNG; return their paths."""

@@ -24,6 +24,18 @@ from .campaign import Campaign, summary
 from .profile import profile_kernel
 from .spec import shape_label
 
+#: One lock per device kind for the whole process: evaluations on one GPU (or of two sessions
+#: of one daemon) never overlap, so their timings do not interfere. Made on first use, on the
+#: daemon's event loop.
+_DEVICE_LOCKS: dict[str, anyio.Lock] = {}
+
+
+def _device_lock(device: str) -> anyio.Lock:
+    if device not in _DEVICE_LOCKS:
+        _DEVICE_LOCKS[device] = anyio.Lock()
+    return _DEVICE_LOCKS[device]
+
+
 _PATH = {"type": "string", "description": "the candidate file, relative to the workspace (default: the spec's candidate)"}
 
 
@@ -65,12 +77,17 @@ class EvaluateKernelTool:
         path = _path(self.campaign, input)
         if isinstance(path, ToolOutput):
             return path
+        c = self.campaign
         calls = self.tool_calls()
-        spent = self.campaign.budget_spent(calls)
+        spent = c.budget_spent(calls)
         if spent:
             return ToolOutput(content=f"{spent}: stop evaluating and show the leaderboard", is_error=True)
-        entry = await anyio.to_thread.run_sync(lambda: self.campaign.evaluate(path, calls), abandon_on_cancel=True)
-        return ToolOutput(content=summary(entry, self.campaign.board), is_error=not entry.evaluation.correct)
+        async with _device_lock(c.spec.device):  # evaluations never overlap: their timings would interfere
+            ev = await anyio.to_thread.run_sync(lambda: c.run(path, calls), abandon_on_cancel=True)
+            entry = c.keep(ev)
+            c.publish(entry)  # on the event loop: the session's recorder is not thread-safe
+            await anyio.to_thread.run_sync(c.write_outputs, abandon_on_cancel=True)
+        return ToolOutput(content=summary(entry, c.board), is_error=not entry.evaluation.correct)
 
 
 class ProfileKernelTool:
