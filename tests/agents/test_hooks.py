@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import anyio
@@ -49,7 +48,8 @@ def ws(tmp_path: Path) -> Path:
 
 
 def py(script: str) -> str:
-    return f"{sys.executable} .musec/hooks/{script}"
+    # python3 from PATH: the sandbox's private /tmp hides a venv (sys.executable) under /tmp.
+    return f"python3 .musec/hooks/{script}"
 
 
 def test_parse_hooks_and_errors() -> None:
