@@ -10,7 +10,9 @@ Events that shape the history (others are ignored):
 - ``agent_message`` ``{to, from, body, priority}``: a message to this agent, shown as
   user text at its next turn boundary.
 - ``model_response`` ``{content: [Block...]}``: the assistant's message.
-- ``tool_finished`` ``{call_id, content, is_error}``: the result of a call.
+- ``tool_finished`` ``{call_id, content, is_error, untrusted?}``: the result of a call;
+  ``untrusted`` (written for every call a tool ran) marks it as outside data. A log written
+  before that field existed is folded as it was then (by tool name), so replay keeps its bytes.
 - ``tool_interrupted`` ``{call_id, reason}``: a call cut off (crash, Ctrl-C); answered to
   the model as an interrupted call, never re-run.
 """
@@ -30,19 +32,27 @@ def decode_blocks(raw: Any) -> list[Block]:
     return msgspec.convert(raw, list[Block])
 
 
-#: Tools whose results carry text from outside musec (files, command output).
-UNTRUSTED_SOURCES = frozenset({"read_file", "grep", "glob", "bash"})
+#: The tools whose results were marked in logs without the ``untrusted`` field (before every
+#: tool run's result was); only for folding those logs as they were sent.
+LEGACY_UNTRUSTED_SOURCES = frozenset({"read_file", "grep", "glob", "bash"})
+
+
+def is_untrusted_result(event: dict[str, Any]) -> bool:
+    """Whether a ``tool_finished`` event's content is outside data (see the module doc)."""
+    flag = event.get("untrusted")
+    if flag is None:
+        return str(event.get("tool", "")) in LEGACY_UNTRUSTED_SOURCES
+    return bool(flag)
 
 
 def mark_untrusted(tool: str, content: str) -> str:
-    """Wrap a tool result that carries outside text in an ``untrusted-data`` element.
+    """Wrap text from outside musec (a tool's result, a command's output) in an
+    ``untrusted-data`` element naming its source.
 
     The element's id is a digest of the content, so text inside cannot forge the closing
     tag (it would have to contain its own digest). The system prompt tells the model that
     such text is data, never instructions.
     """
-    if tool not in UNTRUSTED_SOURCES:
-        return content
     tag = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f'<untrusted-data id="{tag}" source="{tool}">\n{content}\n</untrusted-data id="{tag}">'
 
@@ -93,7 +103,9 @@ class History:
             self.tokens_out += int(usage.get("output_tokens", 0))
             self.cost_usd += float(event.get("cost_usd", 0.0))
         elif kind == "tool_finished":
-            content = mark_untrusted(str(event.get("tool", "")), event.get("content", ""))
+            content = event.get("content", "")
+            if is_untrusted_result(event):
+                content = mark_untrusted(str(event.get("tool", "")), content)
             self._user_block(ToolResultBlock(event["call_id"], content, bool(event.get("is_error"))))
             self._release_held()
         elif kind == "tool_interrupted":

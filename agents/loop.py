@@ -198,24 +198,24 @@ class Agent:
             self.record("tool_interrupted", call_id=call.id, tool=call.name, reason="interrupted by the person", sync=True)
         for other in rest:
             self.record("tool_finished", call_id=other.id, tool=other.name, is_error=True,
-                        content="not run: the person interrupted the turn")
+                        content="not run: the person interrupted the turn", untrusted=False)
 
     async def _run_call(self, call: ToolCallBlock) -> None:
         tool = self.tools.get(call.name)
         if tool is None:
             names = ", ".join(self.tools)
             self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
-                        content=f"unknown tool {call.name!r}; the tools are: {names}")
+                        content=f"unknown tool {call.name!r}; the tools are: {names}", untrusted=False)
             return
         unknown = _unknown_inputs(tool, call.input)
         if unknown and call.input_error is None:
             known = ", ".join(tool.spec.input_schema.get("properties", {}))
             self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
-                        content=f"the tool was not run: unknown input {', '.join(unknown)}; {call.name} takes: {known}")
+                        content=f"the tool was not run: unknown input {', '.join(unknown)}; {call.name} takes: {known}", untrusted=False)
             return
         if call.input_error is not None:
             self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
-                        content=f"the tool was not run: its input is not a valid JSON object ({call.input_error}); send the call again")
+                        content=f"the tool was not run: its input is not a valid JSON object ({call.input_error}); send the call again", untrusted=False)
             return
         described = self.policy.call(call.name, tool.access, call.input, tool.paths(call.input))
         verdict = self.policy.decide(self.approval_mode, described)
@@ -227,7 +227,7 @@ class Agent:
             verdict = Verdict("deny" if answer == "deny" else "allow", verdict.rule, "person")
         if verdict.decision == "deny":
             self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
-                        content=verdict.refusal(self.approval_mode, tool.access), **verdict.fields())
+                        content=verdict.refusal(self.approval_mode, tool.access), untrusted=False, **verdict.fields())
             return
         self.record("tool_started", call_id=call.id, tool=call.name, input=call.input, sync=True, **verdict.fields())
         crash_at("after_tool_started")
@@ -260,5 +260,6 @@ class Agent:
             extra["exit_status"] = output.exit_status
         if output.timed_out:
             extra["timed_out"] = True
+        # What a tool produced may quote files, output or other agents' text: always data.
         self.record("tool_finished", call_id=call.id, tool=call.name, is_error=output.is_error,
-                    content=output.content, duration_s=round(duration_s, 3), **extra)
+                    content=output.content, untrusted=True, duration_s=round(duration_s, 3), **extra)

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 
+from ..history import mark_untrusted
 from ..recorder import Recorder
 from .base import BackgroundAgent, is_workspace_edit
 
@@ -81,8 +82,11 @@ class Verifier(BackgroundAgent):
         failing = await self._run_tests(command, trigger="edit")
         new = sorted(failing - (self.known_failing or set()))
         if new:
-            body = (f"New test failures after the latest edits ({len(new)}):\n" + "\n".join(f"  {n}" for n in new[:20])
-                    + f"\nCommand: {command}. Output tail:\n{(self.last_run or {}).get('output_tail', '')[-1500:]}")
+            # Test names and output are the repository's text: marked as data, like a tool result.
+            names = "\n".join(f"  {n}" for n in new[:20])
+            tail = (self.last_run or {}).get("output_tail", "")[-1500:]
+            body = (f"New test failures after the latest edits ({len(new)}):\n" + mark_untrusted("tests", names)
+                    + f"\nCommand: {command}. Output tail:\n" + mark_untrusted("tests", tail))
             self.record("agent_message", to="main", **{"from": self.agent_id}, priority="high", body=body, sync=True)
         self.known_failing = failing
         self.state = "watching"
