@@ -19,12 +19,12 @@ Events that shape the history (others are ignored):
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import msgspec
 
 from .conversation import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .tools.untrusted import mark_untrusted
 
 
 def decode_blocks(raw: Any) -> list[Block]:
@@ -43,18 +43,6 @@ def is_untrusted_result(event: dict[str, Any]) -> bool:
     if flag is None:
         return str(event.get("tool", "")) in LEGACY_UNTRUSTED_SOURCES
     return bool(flag)
-
-
-def mark_untrusted(tool: str, content: str) -> str:
-    """Wrap text from outside musec (a tool's result, a command's output) in an
-    ``untrusted-data`` element naming its source.
-
-    The element's id is a digest of the content, so text inside cannot forge the closing
-    tag (it would have to contain its own digest). The system prompt tells the model that
-    such text is data, never instructions.
-    """
-    tag = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f'<untrusted-data id="{tag}" source="{tool}">\n{content}\n</untrusted-data id="{tag}">'
 
 
 class History:

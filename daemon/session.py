@@ -254,14 +254,6 @@ class Session:
             finally:
                 tg.cancel_scope.cancel()
 
-    async def _background_ready(self) -> None:
-        """Let the background agents take their baseline before the first edit can come."""
-        from musec.agents.roles import READY_WAIT_S
-
-        with anyio.move_on_after(READY_WAIT_S):
-            for agent in self.background.values():
-                await agent.ready.wait()
-
     async def ask_agent(self, agent: str, question: str) -> str:
         """A background agent's answer (the ``ask_agent`` tool). Raises ``LookupError``."""
         found = self.background.get(agent)
@@ -281,7 +273,8 @@ class Session:
         reason, result, message = "interrupted", "", "the daemon stopped"
         paused = False
         try:
-            await self._background_ready()
+            for agent in self.background.values():
+                await agent.prepare()  # quick (the verifier's copy of the workspace), never a test run
             if self.resume_fanout is not None and self.fanout is not None:
                 spawned, finished = self.resume_fanout
                 self.resume_fanout = None

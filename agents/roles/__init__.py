@@ -3,7 +3,8 @@
 Each role lives as long as the session, in its task group, with a small bounded inbox fed
 with every event the session records. It decides itself when the main agent needs to
 know something and posts an ``agent_message`` (delivered at its next turn boundary);
-otherwise it stays quiet. A role that fails is restarted with backoff and reported
+otherwise it stays quiet. Nothing of the main agent waits for a role: the verifier takes
+its baseline on a copy of the workspace, beside the main agent. A role that fails is restarted with backoff and reported
 (``agent_failed``); it never takes the session down.
 
 Built-in roles: ``verifier`` (tests after edits), ``scout`` (the repository map, answers
@@ -25,11 +26,7 @@ from .scout import Scout
 from .verifier import Verifier
 
 ROLES = ("verifier", "scout", "reviewer")
-#: How long the main agent's first turn waits for the background agents to be ready (the
-#: verifier's baseline run, the scout's map), so the baseline predates the first edit.
-READY_WAIT_S = 30.0
-
-__all__ = ["READY_WAIT_S", "ROLES", "BackgroundAgent", "Recorder", "Reviewer", "Scout", "Verifier", "make_roles"]
+__all__ = ["ROLES", "BackgroundAgent", "Recorder", "Reviewer", "Scout", "Verifier", "make_roles"]
 
 
 def make_roles(recorder: Recorder, blackboard: Any, workspace: Path, roles: list[str],

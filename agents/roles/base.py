@@ -33,7 +33,8 @@ class BackgroundAgent:
 
     Attributes:
         state: a short phrase for ``musec agents`` (``watching``, ``testing``...).
-        ready: set once the role has taken its baseline (the first turn waits for it).
+        ready: set once the role has taken its baseline or map (nothing of the main agent waits
+            for it; tests and ``musec agents`` do).
     """
 
     role = ""
@@ -82,6 +83,10 @@ class BackgroundAgent:
                     return
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    async def prepare(self) -> None:
+        """What must happen before the main agent's first turn (quick: a copy, never a test
+        run); most roles need nothing."""
 
     async def run(self) -> None:  # pragma: no cover - every role overrides it
         """The role's work, until the session ends (its task is cancelled)."""

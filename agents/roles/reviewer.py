@@ -2,7 +2,9 @@
 
 It keeps the diffs of the main agent's edits of the current task; when the agent says it
 has finished, the session asks it to ``review``, and findings (conflict markers, debugger
-calls, new TODOs, a failing test status on the blackboard) send the agent back to work.
+calls, new TODOs, a test failing on the blackboard that the task introduced) send the agent
+back to work. A failure that was there before (in the verifier's baseline, or when the task
+started) is not the task's doing and is not held against it.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ class Reviewer(BackgroundAgent):
         super().__init__(recorder, blackboard, workspace)
         self.diffs: list[tuple[str, str]] = []
         self.reviewed = 0
+        self.failing_at_start: set[str] = set()
 
     def notify(self, event: dict[str, Any]) -> None:
         """Keep the turn's diffs as they are recorded (no inbox: nothing may be missed)."""
         if event.get("type") == "user_message" and event.get("agent") == "main":
             self.diffs, self.reviewed = [], 0
+            self.failing_at_start = set(self._test_status().get("failing", []))
         elif event.get("type") == "file_edited" and event.get("agent") == "main":
             self.diffs.append((str(event.get("path")), str(event.get("diff", ""))))
 
@@ -46,6 +50,19 @@ class Reviewer(BackgroundAgent):
         self.state = "watching"
         self.ready.set()
         await anyio.sleep_forever()
+
+    def _test_status(self) -> dict[str, Any]:
+        status = self.blackboard.facts.get("test_status") if self.blackboard is not None else None
+        return status if isinstance(status, dict) else {}
+
+    def introduced_failures(self) -> list[str]:
+        """The failing tests of the verifier's last run that were not failing before: not in
+        the baseline that run is judged against, nor failing when the task started."""
+        status = self._test_status()
+        if status.get("passed", True):
+            return []
+        before = set(status.get("baseline_failing", [])) | self.failing_at_start
+        return [name for name in status.get("failing", []) if name not in before]
 
     async def review(self) -> list[str]:
         """Findings on the edits made since the last review (empty: nothing to say)."""
@@ -58,10 +75,9 @@ class Reviewer(BackgroundAgent):
                 for pattern, what in _FINDINGS:
                     if pattern.search(line[1:]):
                         findings.append(f"{path}: {what}: `{line[1:].strip()[:100]}`")
-        status = self.blackboard.facts.get("test_status") if self.blackboard is not None else None
-        if new and status and not status.get("passed"):
-            failing = ", ".join(status.get("failing", [])[:5])
-            findings.append(f"the verifier's last test run fails: {failing}")
+        introduced = self.introduced_failures()
+        if new and introduced:
+            findings.append(f"the verifier's last test run has new failures: {', '.join(introduced[:5])}")
         self.state = f"reviewed {len(new)} edit(s), {len(findings)} finding(s)"
         self.last_activity_at = time.time()
         if findings:

@@ -33,6 +33,8 @@ class Scout(BackgroundAgent):
 
     role = "scout"
     MAX_FILES = 20_000
+    #: How long a question waits for the map being built (the asking agent waits, by asking).
+    answer_wait_s = 30.0
 
     def __init__(self, recorder: Recorder, blackboard: Any, workspace: Path, agent: Any = None) -> None:
         super().__init__(recorder, blackboard, workspace)
@@ -98,6 +100,8 @@ class Scout(BackgroundAgent):
         one, else from the map by the question's words."""
         if self.agent is not None:
             return await self._ask_model(question)
+        with anyio.move_on_after(self.answer_wait_s):  # asked: the answer is worth its map
+            await self.ready.wait()
         if self.state == "mapping" or not self.files:
             return f"scout: the repository map is not ready yet ({self.state})"
         words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", question)}

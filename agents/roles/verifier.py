@@ -1,25 +1,33 @@
 """``verifier``: runs the project's tests after edits and escalates new failures.
 
-After edits in the workspace (debounced), it runs the project's test command in the
-sandbox, logs each run (``test_run``), posts the status on the blackboard
-(``test_status``) and tells the main agent, by test name, about failures that were not
+It never holds the main agent back. At the start it copies the workspace
+(``baseline.snapshot_tree``) and runs the baseline there, beside the main agent, however
+long the suite takes. An edit that comes before the baseline has finished is checked at
+once with the tests touching the changed files (``baseline.narrow_test_command``), run both
+in the workspace and in the snapshot, so only failures the edits introduced are reported;
+the full suite runs again once the baseline is known. Each run is logged (``test_run``),
+the status posted on the blackboard (``test_status``, with the failures of the baseline it
+is judged against) and the main agent told, by test name, about failures that were not
 there before.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from ..history import mark_untrusted
 from ..recorder import Recorder
+from ..tools.untrusted import mark_untrusted
 from .base import BackgroundAgent, is_workspace_edit
 
 DEBOUNCE_S = 0.3
 TEST_TIMEOUT_S = 600.0
+_BASELINE_DONE = {"type": "verifier_baseline_done"}  # put in its own inbox; never logged
 
 
 class Verifier(BackgroundAgent):
@@ -28,6 +36,12 @@ class Verifier(BackgroundAgent):
     Args:
         recorder, blackboard, workspace: see ``BackgroundAgent``.
         wrap: ``(argv, cwd) -> argv`` running the tests in the sandbox; None runs them bare.
+
+    Attributes:
+        known_failing: the failures already known (the baseline's, then the last run's);
+            None until the baseline is known.
+        baseline_failing: the failures of the session's baseline (before any edit).
+        changed: the workspace paths edited in the session.
     """
 
     role = "verifier"
@@ -37,21 +51,34 @@ class Verifier(BackgroundAgent):
         super().__init__(recorder, blackboard, workspace)
         self.wrap = wrap
         self.known_failing: set[str] | None = None
+        self.baseline_failing: set[str] | None = None
         self.last_run: dict[str, Any] | None = None
         self.pending_edit = False
+        self.changed: set[str] = set()
+        self.snapshot: Path | None = None
+        self._told: set[str] = set()  # escalated from narrowed runs before the baseline was known
+        self._full_due = False
 
     def restore(self, event: dict[str, Any]) -> None:
         """The last test run before a restart is the baseline to compare with; an edit
         after it (the daemon stopped before the run) is tested as soon as it resumes."""
-        if event.get("type") == "test_run" and event.get("agent") == self.agent_id:
-            self.known_failing = set(event.get("failing_tests", []))
-            self.last_run = {"passed": event.get("passed"), "failing": list(event.get("failing_tests", [])), "output_tail": ""}
+        if event.get("type") == "baseline_snapshot" and event.get("agent") == self.agent_id:
+            folder = Path(str(event.get("path", "")))
+            self.snapshot = folder if folder.is_dir() else None  # kept by a daemon that stopped
+        elif event.get("type") == "test_run" and event.get("agent") == self.agent_id and not event.get("narrowed"):
+            failing = set(event.get("failing_tests", []))
+            self.known_failing = failing
+            if event.get("trigger") == "baseline":
+                self.baseline_failing = set(failing)
+            self.last_run = {"passed": event.get("passed"), "failing": sorted(failing), "output_tail": ""}
             self.pending_edit = False
         elif is_workspace_edit(event):
+            self.changed.add(str(event.get("path", "")))
             self.pending_edit = True
 
     async def run(self) -> None:
-        """Take the baseline (unless resumed with one), then test after each settled edit."""
+        """Start the baseline beside the main agent (unless resumed with one), then test
+        after each settled edit."""
         from musec.agents.workers import detect_test_command
 
         command = detect_test_command(self.workspace, None, python="python3")
@@ -61,58 +88,156 @@ class Verifier(BackgroundAgent):
             async for _ in self._inbox:
                 pass
             return
-        if self.known_failing is None:  # a resumed session keeps the last run as its baseline
-            self.state = "baseline"
-            self.known_failing = await self._run_tests(command, trigger="baseline")
+        async with anyio.create_task_group() as tg:
+            if self.known_failing is None:
+                await self.prepare()
+                tg.start_soon(self._baseline, command)
+            else:  # a resumed session keeps the last run as its baseline
+                self.ready.set()
+            await self._watch(command)
+
+    async def prepare(self) -> None:
+        """Copy the workspace for the baseline (once; a resumed session has its baseline).
+
+        The session awaits this before its first turn, so no edit can reach the copy; it
+        takes the time of a copy of the files (capped, ``baseline.MAX_SNAPSHOT_BYTES``),
+        never the time of a test run.
+        """
+        from .baseline import snapshot_tree
+
+        if self.snapshot is not None or self.known_failing is not None:
+            return
+        folder = Path(tempfile.mkdtemp(prefix="musec-baseline-"))
+        if await anyio.to_thread.run_sync(snapshot_tree, self.workspace, folder):
+            self.snapshot = folder
+            # Logged, so a session resumed after a crash takes its baseline on the same copy
+            # (the workspace holds the edits by then).
+            self.record("baseline_snapshot", path=str(folder))
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        """Close the inbox and remove the copy of the workspace (the session has ended)."""
+        super().close()
+        self._drop_snapshot()
+
+    def _drop_snapshot(self) -> None:
+        if self.snapshot is not None:
+            shutil.rmtree(self.snapshot, ignore_errors=True)
+            self.snapshot = None
+
+    async def _baseline(self, command: Any) -> None:
+        """The full suite on the snapshot (in place when none could be taken)."""
+        self.state = "baseline"
+        failing = await self._run_tests(command, trigger="baseline", cwd=self.snapshot or self.workspace,
+                                        post=not self._full_due)
+        self.baseline_failing = set(failing)
+        self.known_failing = failing | self._told
         self.ready.set()
+        try:
+            self._send.send_nowait(_BASELINE_DONE)  # the watch loop runs the full check due
+        except anyio.WouldBlock:
+            self.overflowed = True
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def _watch(self, command: Any) -> None:
         if self.pending_edit:
             await self._check(command)
-        self.state = "watching"
+        self.state = "watching" if self.known_failing is not None else "baseline"
         async for event in self._inbox:
+            if event is _BASELINE_DONE:
+                if self._full_due:
+                    await self._check(command)
+                continue
             if not is_workspace_edit(event) and not self.overflowed:
                 continue
+            self._note_edit(event)
             await self._settle()
             await self._check(command)
 
+    def _note_edit(self, event: dict[str, Any]) -> None:
+        if is_workspace_edit(event):
+            self.changed.add(str(event.get("path", "")))
+
     async def _check(self, command: Any) -> None:
-        """Run the tests and escalate failures that were not there before."""
+        """Run the tests and escalate failures that were not there before: the narrowed
+        tests while the baseline is unknown, else the whole suite."""
+        from .baseline import narrow_test_command
+
         self.overflowed = False
         self.pending_edit = False
+        if self.known_failing is None:
+            narrowed = narrow_test_command(command, self.workspace, self.changed)
+            self._full_due = True
+            if narrowed is not None:
+                await self._check_narrowed(narrowed)
+            self.state = "baseline"
+            return  # the full check runs when the baseline is known
+        self._full_due = False
         self.state = "testing"
         failing = await self._run_tests(command, trigger="edit")
-        new = sorted(failing - (self.known_failing or set()))
-        if new:
-            # Test names and output are the repository's text: marked as data, like a tool result.
-            names = "\n".join(f"  {n}" for n in new[:20])
-            tail = (self.last_run or {}).get("output_tail", "")[-1500:]
-            body = (f"New test failures after the latest edits ({len(new)}):\n" + mark_untrusted("tests", names)
-                    + f"\nCommand: {command}. Output tail:\n" + mark_untrusted("tests", tail))
-            self.record("agent_message", to="main", **{"from": self.agent_id}, priority="high", body=body, sync=True)
+        self._escalate(sorted(failing - self.known_failing), command)
         self.known_failing = failing
         self.state = "watching"
 
+    async def _check_narrowed(self, narrowed: Any) -> None:
+        """The tests touching the changes, in the workspace and on the snapshot."""
+        self.state = "testing (narrowed)"
+        failing = await self._run_tests(narrowed, trigger="edit", narrowed=True, post=False)
+        before: set[str] = set()
+        if self.baseline_failing is not None:  # the full baseline ended meanwhile
+            before = set(self.baseline_failing)
+        elif failing and self.snapshot is not None:  # were they failing before the edits?
+            before = await self._run_tests(narrowed, trigger="baseline", cwd=self.snapshot, narrowed=True, post=False)
+        new = sorted(failing - before - self._told)
+        self._post(failing, before)
+        self._escalate(new, narrowed)
+        self._told = (self._told & failing) | set(new)
+
+    def _escalate(self, new: list[str], command: Any) -> None:
+        if not new:
+            return
+        # Test names and output are the repository's text: marked as data, like a tool result.
+        names = "\n".join(f"  {n}" for n in new[:20])
+        tail = (self.last_run or {}).get("output_tail", "")[-1500:]
+        body = (f"New test failures after the latest edits ({len(new)}):\n" + mark_untrusted("tests", names)
+                + f"\nCommand: {command}. Output tail:\n" + mark_untrusted("tests", tail))
+        self.record("agent_message", to="main", **{"from": self.agent_id}, priority="high", body=body, sync=True)
+
     async def _settle(self) -> None:
-        """Wait until no edit has come for ``DEBOUNCE_S``."""
+        """Wait until no edit has come for ``DEBOUNCE_S`` (a baseline ending meanwhile is
+        seen by the check that follows)."""
         while True:
             with anyio.move_on_after(DEBOUNCE_S) as scope:
                 async for event in self._inbox:
                     if is_workspace_edit(event):
+                        self._note_edit(event)
                         break
             if scope.cancelled_caught:
                 return
 
-    async def _run_tests(self, command: Any, *, trigger: str) -> set[str]:
+    def _post(self, failing: set[str], baseline: set[str]) -> None:
+        """Post the status on the blackboard, with the failures it is judged against."""
+        if self.blackboard is not None:
+            self.blackboard.facts["test_status"] = {"passed": not failing, "failing": sorted(failing),
+                                                    "baseline_failing": sorted(baseline)}
+
+    async def _run_tests(self, command: Any, *, trigger: str, cwd: Path | None = None, narrowed: bool = False,
+                         post: bool = True) -> set[str]:
         from musec.agents.workers import run_tests
 
-        result = await run_tests(command, self.workspace, timeout_s=TEST_TIMEOUT_S, wrap=self.wrap)
+        result = await run_tests(command, cwd or self.workspace, timeout_s=TEST_TIMEOUT_S, wrap=self.wrap)
         failing = set(result.failing_tests)
         if not result.passed and not failing:
             failing = {f"{command} (exit status {result.exit_status}{', timed out' if result.timed_out else ''})"}
-        self.last_run = {"passed": result.passed, "failing": sorted(failing), "output_tail": result.output[-2000:]}
-        if self.blackboard is not None:
-            self.blackboard.facts["test_status"] = {"passed": result.passed, "failing": sorted(failing)}
+        if trigger == "edit" or (self.last_run is None and not narrowed):
+            self.last_run = {"passed": result.passed, "failing": sorted(failing), "output_tail": result.output[-2000:]}
+        if post:
+            self._post(failing, failing if trigger == "baseline" else (self.baseline_failing or set()))
+        extra = {"narrowed": True} if narrowed else {}
         self.record("test_run", trigger=trigger, command=str(command), passed=result.passed, exit_status=result.exit_status,
-                    failing_tests=sorted(failing), duration_s=round(result.duration_s, 3))
+                    failing_tests=sorted(failing), duration_s=round(result.duration_s, 3), **extra)
         return failing
 
     async def answer(self, question: str) -> str:

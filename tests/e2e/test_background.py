@@ -98,6 +98,7 @@ def test_background_agents_come_back_after_a_crash(musec: Musec, buggy_repo: Pat
 def test_blackboard_serves_a_file_the_scout_already_read(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
     script = tmp_path / "reads.json"
     script.write_text(json.dumps({"turns": [
+        [{"tool": "ask_agent", "input": {"agent": "scout", "question": "where is page?"}}],  # after its map
         [{"tool": "read_file", "input": {"path": "pager.py"}}],
         [{"expect_result": "def page"}, {"tool": "read_file", "input": {"path": "test_pager.py"}}],
         [{"text": "read both"}],
@@ -181,3 +182,31 @@ def test_scout_with_its_own_model_answers_and_remembers(musec: Musec, buggy_repo
     assert musec.json("replay", sid, "--json")["ok"]
     agents = {a["agent"]: a for a in musec.json("agents", sid, "--json")}
     assert agents["scout"]["events"] >= 7
+
+
+def test_a_slow_suite_never_holds_the_main_agent_back(musec: Musec, tmp_path: Path) -> None:
+    # Issue 20 case 2: the repository's suite takes 20 s (its test sleeps: the repository's
+    # behaviour, not synchronisation); a one-turn run with the verifier on ends long before.
+    import time
+
+    repo = tmp_path / "slow"
+    repo.mkdir()
+    (repo / "pytest.ini").write_text("[pytest]\n")
+    (repo / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "test_slow.py").write_text("import time\n\n\ndef test_slow():\n    time.sleep(20)\n")
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "edit_file", "input": {"path": "app.py", "old_string": "a + b", "new_string": "b + a"}}],
+        [{"text": "done"}],
+    ]}))
+    assert musec("sessions").returncode == 0  # the daemon is up: its start is not the run's time
+    started = time.monotonic()
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "verifier",
+                 "--output-format", "json", "swap the operands", cwd=repo)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    print(f"one-turn run with a 20 s suite: {elapsed:.2f} s")
+    assert elapsed < 5, f"the run took {elapsed:.1f} s"
+    events = [json.loads(x) for x in musec("log", json.loads(proc.stdout)["session_id"], "--json").stdout.splitlines()]
+    assert not [e for e in events if e["type"] == "test_run" and not e.get("narrowed")]  # the baseline never ended
+    assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "finished"

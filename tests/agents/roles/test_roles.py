@@ -44,7 +44,7 @@ async def test_reviewer_finds_what_the_turn_added_and_only_once(recorder, closin
 
     board.facts["test_status"] = {"passed": False, "failing": ["tests/test_app.py::test_x"]}
     reviewer.notify(_edit("app.py", ["z = 3"]))
-    assert await reviewer.review() == ["the verifier's last test run fails: tests/test_app.py::test_x"]
+    assert await reviewer.review() == ["the verifier's last test run has new failures: tests/test_app.py::test_x"]
     reviewer.notify({"type": "user_message", "agent": "main", "text": "next task"})  # a new task starts clean
     assert reviewer.diffs == [] and await reviewer.review() == []
 
@@ -58,6 +58,7 @@ async def test_scout_maps_the_repository_and_answers_from_the_map(recorder, clos
     board = Blackboard()
     scout = Scout(recorder, board, tmp_path)
     closing(scout)
+    scout.answer_wait_s = 0.0  # not started: nothing to wait for
     assert (await scout.answer("where?")).startswith("scout: the repository map is not ready yet")
     async with anyio.create_task_group() as tg:
         tg.start_soon(scout.supervise)
