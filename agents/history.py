@@ -1,48 +1,70 @@
 """An agent's conversation as a pure fold over its logged events (DESIGN §5 rule 1).
 
 The live loop and replay both build the history with ``History.apply``, one event at a
-time, from the events exactly as they were written to the log; so the request replay
-would send next is byte-identical to the one the live run sent.
+time: live from the events as they are recorded, replay from the events read back from
+the log; so the request replay would send next is byte-identical to the one the live run
+sent (as long as nothing in it was redacted).
 
-Events that shape the history (others are ignored):
+Events that shape the history (``History.apply`` says what it does with every type):
 
-- ``user_message`` ``{text}``: a person's message.
-- ``agent_message`` ``{to, from, body, priority}``: a message to this agent, shown as
-  user text at its next turn boundary.
-- ``model_response`` ``{content: [Block...]}``: the assistant's message.
-- ``tool_finished`` ``{call_id, content, is_error, untrusted?}``: the result of a call;
-  ``untrusted`` (written for every call a tool ran) marks it as outside data. A log written
-  before that field existed is folded as it was then (by tool name), so replay keeps its bytes.
-- ``tool_interrupted`` ``{call_id, reason}``: a call cut off (crash, Ctrl-C); answered to
-  the model as an interrupted call, never re-run.
+- ``UserMessage``: a person's message (or a worker's task).
+- ``AgentMessage``: a message to this agent, shown as user text at its next turn
+  boundary.
+- ``ModelResponse``: the assistant's message.
+- ``ToolFinished``: the result of a call; ``untrusted`` (written for every call a tool
+  ran) marks it as outside data. A log written before that field existed is folded as it
+  was then (by tool name), so replay keeps its bytes.
+- ``ToolInterrupted``: a call cut off (crash, Ctrl-C); answered to the model as an
+  interrupted call, never re-run.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import assert_never
 
-import msgspec
-
-from .conversation import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .core.conversation import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .core.events import (
+    AgentFailed,
+    AgentMessage,
+    AgentSpawned,
+    AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
+    BaselineSnapshot,
+    FileEdited,
+    Integration,
+    IntegrationApplied,
+    LogRepaired,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    RateLimited,
+    RepoMap,
+    Review,
+    SessionEnded,
+    SessionResumed,
+    SessionStarted,
+    TestRun,
+    ToolFinished,
+    ToolInterrupted,
+    ToolStarted,
+    TurnEnded,
+    UserMessage,
+    WorkerFinished,
+    WorkerSpawned,
+)
 from .tools.untrusted import mark_untrusted
-
-
-def decode_blocks(raw: Any) -> list[Block]:
-    """Decode the ``content`` of a ``model_response`` event into blocks."""
-    return msgspec.convert(raw, list[Block])
-
 
 #: The tools whose results were marked in logs without the ``untrusted`` field (before every
 #: tool run's result was); only for folding those logs as they were sent.
 LEGACY_UNTRUSTED_SOURCES = frozenset({"read_file", "grep", "glob", "bash"})
 
 
-def is_untrusted_result(event: dict[str, Any]) -> bool:
+def is_untrusted_result(event: ToolFinished) -> bool:
     """Whether a ``tool_finished`` event's content is outside data (see the module doc)."""
-    flag = event.get("untrusted")
-    if flag is None:
-        return str(event.get("tool", "")) in LEGACY_UNTRUSTED_SOURCES
-    return bool(flag)
+    if isinstance(event.untrusted, bool):
+        return event.untrusted
+    return event.tool in LEGACY_UNTRUSTED_SOURCES
 
 
 class History:
@@ -64,42 +86,49 @@ class History:
         self.cost_usd = 0.0
         self._held: list[TextBlock] = []  # agent messages waiting for the turn boundary
 
-    def apply(self, event: dict[str, Any]) -> None:
-        """Fold one event (a decoded log line) into the history."""
-        kind = event.get("type")
-        if kind == "agent_message":
-            if event.get("to") != self.agent:
-                return
-            text = f"[message from agent {event.get('from')}, priority {event.get('priority', 'normal')}]\n{event.get('body', '')}"
-            # Delivered at the next turn boundary: after every result of the calls in flight
-            # (tool results must come first in their message), else at once.
-            self._held.append(TextBlock(text))
-            self._release_held()
-            return
-        if event.get("agent") != self.agent:
-            return
-        if kind == "user_message":
-            self._user_block(TextBlock(event["text"]))
-            self.turns_since_user = 0
-        elif kind == "model_response":
-            content = decode_blocks(event["content"])
-            self.messages.append(Message("assistant", content))
-            self.turns += 1
-            self.turns_since_user += 1
-            usage = event.get("usage") or {}
-            self.tokens_in += int(usage.get("input_tokens", 0))
-            self.tokens_out += int(usage.get("output_tokens", 0))
-            self.cost_usd += float(event.get("cost_usd", 0.0))
-        elif kind == "tool_finished":
-            content = event.get("content", "")
-            if is_untrusted_result(event):
-                content = mark_untrusted(str(event.get("tool", "")), content)
-            self._user_block(ToolResultBlock(event["call_id"], content, bool(event.get("is_error"))))
-            self._release_held()
-        elif kind == "tool_interrupted":
-            reason = event.get("reason", "interrupted")
-            self._user_block(ToolResultBlock(event["call_id"], f"[tool call interrupted: {reason}; it may have partly run]", True))
-            self._release_held()
+    def apply(self, event: AnyEvent) -> None:
+        """Fold one event into the history (events of other agents are ignored, except a
+        message addressed to this one)."""
+        match event:
+            case AgentMessage():
+                if event.to != self.agent:
+                    return
+                text = f"[message from agent {event.from_}, priority {event.priority}]\n{event.body}"
+                # Delivered at the next turn boundary: after every result of the calls in
+                # flight (tool results must come first in their message), else at once.
+                self._held.append(TextBlock(text))
+                self._release_held()
+            case UserMessage():
+                if event.agent == self.agent:
+                    self._user_block(TextBlock(event.text))
+                    self.turns_since_user = 0
+            case ModelResponse():
+                if event.agent == self.agent:
+                    self.messages.append(Message("assistant", list(event.content)))
+                    self.turns += 1
+                    self.turns_since_user += 1
+                    self.tokens_in += int(event.usage.get("input_tokens", 0))
+                    self.tokens_out += int(event.usage.get("output_tokens", 0))
+                    self.cost_usd += float(event.cost_usd)
+            case ToolFinished():
+                if event.agent == self.agent:
+                    content = event.content
+                    if is_untrusted_result(event):
+                        content = mark_untrusted(event.tool, content)
+                    self._user_block(ToolResultBlock(event.call_id, content, bool(event.is_error)))
+                    self._release_held()
+            case ToolInterrupted():
+                if event.agent == self.agent:
+                    text = f"[tool call interrupted: {event.reason}; it may have partly run]"
+                    self._user_block(ToolResultBlock(event.call_id, text, True))
+                    self._release_held()
+            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | ModelRequest()
+                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
+                  | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
+                  | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review()):
+                pass  # no part of the conversation
+            case _:
+                assert_never(event)
 
     def _release_held(self) -> None:
         if self._held and not self.unanswered_calls():

@@ -17,9 +17,10 @@ from typing import Any, Protocol
 import anyio
 import msgspec
 
-from .conversation import ModelRequest, ToolCallBlock, request_digest
-from .errors import AgentError, ProviderError, ProviderOverloaded, ProviderUnreachable
-from .faults import armed, crash_at
+from .core import events as ev
+from .core.conversation import ModelRequest, ToolCallBlock, request_digest
+from .core.errors import AgentError, ProviderError, ProviderOverloaded, ProviderUnreachable
+from .core.faults import NO_FAULTS, Faults
 from .history import History
 from .permissions import Policy, Verdict
 from .providers.base import Provider, TextDelta
@@ -27,13 +28,11 @@ from .tools.base import Tool, ToolContext, ToolOutput
 
 
 class Recorder(Protocol):
-    """Appends one event to the session log, folds it into the agents' histories
-    (``History.apply``) and returns it as written (a dict).
+    """Appends one event to the session log (durable first when ``persistence`` says it
+    is write-ahead), folds it into the agents' histories (``History.apply``) and returns
+    it with its ``seq`` and ``ts`` set."""
 
-    ``sync=True`` makes it durable before returning (write-ahead events).
-    """
-
-    def __call__(self, type: str, *, agent: str, sync: bool = False, **fields: Any) -> dict[str, Any]: ...
+    def __call__(self, event: ev.AnyEvent) -> ev.AnyEvent: ...
 
 
 def _unknown_inputs(tool: Tool, input: dict[str, Any]) -> list[str]:
@@ -85,6 +84,7 @@ class Agent:
         session_id: sent as the provider's cache key.
         cost_of: the dollar cost of a response's ``Usage`` (the catalog's list price).
         budget_usd: stop before a model call once this agent has spent this much (0: no cap).
+        faults: the restart tests' crash points (``NO_FAULTS`` outside them).
     """
 
     def __init__(
@@ -104,6 +104,7 @@ class Agent:
         session_id: str = "",
         cost_of: Callable[[Any], float] | None = None,
         budget_usd: float = 0.0,
+        faults: Faults = NO_FAULTS,
     ) -> None:
         self.agent_id = agent_id
         self.provider = provider
@@ -119,13 +120,16 @@ class Agent:
         self.session_id = session_id
         self.cost_of = cost_of
         self.budget_usd = budget_usd
+        self.faults = faults
         self.history = History(agent_id)
         # Approval rules and "always" answers; the daemon sets the session's (agent_setup).
         self.policy = Policy(workspace=ctx.workspace)
 
-    def record(self, type: str, *, sync: bool = False, **fields: Any) -> dict[str, Any]:
+    def record(self, event: ev.AnyEvent) -> ev.AnyEvent:
         """Record an event of this agent; the session folds it into every agent's history."""
-        return self._record(type, agent=self.agent_id, sync=sync, **fields)
+        if event.agent != self.agent_id:
+            event = msgspec.structs.replace(event, agent=self.agent_id)
+        return self._record(event)
 
     def build_request(self) -> ModelRequest:
         """The next model request, from the history alone."""
@@ -152,11 +156,11 @@ class Agent:
             if self.budget_usd and self.history.cost_usd >= self.budget_usd:
                 return Outcome("budget", message=f"stopped at ${self.history.cost_usd:.4f}, the --budget-usd cap is ${self.budget_usd:g}")
             request = self.build_request()
-            self.record(
-                "model_request", provider=self.provider.name, model=self.provider.model,
+            self.record(ev.ModelRequest(
+                provider=self.provider.name, model=self.provider.model,
                 digest=request_digest(request), messages=len(request.messages),
                 endpoint=getattr(self.provider, "endpoint", ""), catalog_id=getattr(self.provider, "catalog_id", ""),
-            )
+            ))
             started = time.monotonic()
             try:
                 response = await self.provider.complete(request, self._delta)
@@ -164,23 +168,22 @@ class Agent:
                 return Outcome("provider_unreachable", message=str(exc))
             except (ProviderError, AgentError) as exc:
                 return Outcome("error", message=str(exc))
-            self.record(
-                "model_response",
-                content=msgspec.to_builtins(response.content),
+            self.record(ev.ModelResponse(
+                content=list(response.content),
                 stop_reason=response.stop_reason,
                 usage=msgspec.to_builtins(response.usage),
                 model=response.model or self.provider.model,
                 provider=self.provider.name,
                 endpoint=getattr(self.provider, "endpoint", ""), catalog_id=getattr(self.provider, "catalog_id", ""),
-                provider_ids=response.provider_ids,
+                provider_ids=dict(response.provider_ids),
                 latency_s=round(time.monotonic() - started, 3),
                 cost_usd=round(self.cost_of(response.usage), 8) if self.cost_of else 0.0,
-            )
+            ))
             if not response.tool_calls:
                 return Outcome("finished", result=response.text)
 
     async def _delta(self, delta: TextDelta) -> None:
-        crash_at("mid_model_stream")
+        self.faults.crash_at("mid_model_stream")
         await self._on_delta(self.agent_id, delta)
 
     async def _run_calls(self, calls: list[ToolCallBlock]) -> None:
@@ -195,48 +198,49 @@ class Agent:
     def _answer_interrupted(self, call: ToolCallBlock, rest: list[ToolCallBlock]) -> None:
         """Answer the call cut off and the calls not yet run, so the history stays valid."""
         if call.id in {c.id for c in self.history.unanswered_calls()}:
-            self.record("tool_interrupted", call_id=call.id, tool=call.name, reason="interrupted by the person", sync=True)
+            self.record(ev.ToolInterrupted(call_id=call.id, tool=call.name, reason="interrupted by the person"))
         for other in rest:
-            self.record("tool_finished", call_id=other.id, tool=other.name, is_error=True,
-                        content="not run: the person interrupted the turn", untrusted=False)
+            self.record(ev.ToolFinished(call_id=other.id, tool=other.name, is_error=True,
+                                        content="not run: the person interrupted the turn", untrusted=False))
 
     async def _run_call(self, call: ToolCallBlock) -> None:
         tool = self.tools.get(call.name)
         if tool is None:
             names = ", ".join(self.tools)
-            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
-                        content=f"unknown tool {call.name!r}; the tools are: {names}", untrusted=False)
+            self.record(ev.ToolFinished(call_id=call.id, tool=call.name, is_error=True,
+                                        content=f"unknown tool {call.name!r}; the tools are: {names}", untrusted=False))
             return
         unknown = _unknown_inputs(tool, call.input)
         if unknown and call.input_error is None:
             known = ", ".join(tool.spec.input_schema.get("properties", {}))
-            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
-                        content=f"the tool was not run: unknown input {', '.join(unknown)}; {call.name} takes: {known}", untrusted=False)
+            self.record(ev.ToolFinished(
+                call_id=call.id, tool=call.name, is_error=True,
+                content=f"the tool was not run: unknown input {', '.join(unknown)}; {call.name} takes: {known}",
+                untrusted=False))
             return
         if call.input_error is not None:
-            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
-                        content=f"the tool was not run: its input is not a valid JSON object ({call.input_error}); send the call again", untrusted=False)
+            self.record(ev.ToolFinished(
+                call_id=call.id, tool=call.name, is_error=True,
+                content=f"the tool was not run: its input is not a valid JSON object ({call.input_error}); send the call again",
+                untrusted=False))
             return
         described = self.policy.call(call.name, tool.access, call.input, tool.paths(call.input))
         verdict = self.policy.decide(self.approval_mode, described)
         if verdict.decision == "ask":
-            self.record("approval_requested", call_id=call.id, tool=call.name, input=call.input, sync=True, **verdict.fields())
+            self.record(ev.ApprovalRequested(call_id=call.id, tool=call.name, input=call.input,
+                                             rule=verdict.rule, source=verdict.source))
             answer, by = await self._ask(self.agent_id, call, tool)
             saved = self.policy.remember(described) if answer == "always" else {}
-            self.record("approval_resolved", call_id=call.id, decision=answer, by=by, sync=True, **saved)
+            self.record(ev.ApprovalResolved(call_id=call.id, decision=answer, by=by, **saved))
             verdict = Verdict("deny" if answer == "deny" else "allow", verdict.rule, "person")
         if verdict.decision == "deny":
-            self.record("tool_finished", call_id=call.id, tool=call.name, is_error=True,
-                        content=verdict.refusal(self.approval_mode, tool.access), untrusted=False, **verdict.fields())
+            self.record(ev.ToolFinished(call_id=call.id, tool=call.name, is_error=True,
+                                        content=verdict.refusal(self.approval_mode, tool.access), untrusted=False,
+                                        rule=verdict.rule, source=verdict.source))
             return
-        self.record("tool_started", call_id=call.id, tool=call.name, input=call.input, sync=True, **verdict.fields())
-        crash_at("after_tool_started")
+        self.record(ev.ToolStarted(call_id=call.id, tool=call.name, input=call.input, rule=verdict.rule, source=verdict.source))
+        self.faults.crash_at("after_tool_started")
         t0 = time.monotonic()
-        if armed("during_tool"):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(tool.run, call.input, self.ctx)
-                await anyio.sleep(0.2)
-                crash_at("during_tool")
         try:
             output = await tool.run(call.input, self.ctx)
         except Exception as exc:  # a tool's bug is the call's error, never the session's end
@@ -245,21 +249,20 @@ class Agent:
             filtered = self.policy.filter_listing(call.name, output.content)
             if filtered != output.content:
                 output = msgspec.structs.replace(output, content=filtered, full_output=None)
-        crash_at("before_tool_finished")
+        self.faults.crash_at("before_tool_finished")
         self._finish(call, output, time.monotonic() - t0)
 
     def _finish(self, call: ToolCallBlock, output: ToolOutput, duration_s: float) -> None:
         for edit in output.edits:
-            self.record("file_edited", call_id=call.id, path=edit.path, before_sha256=edit.before_sha256,
-                        after_sha256=edit.after_sha256, diff=edit.diff)
-        extra: dict[str, Any] = {}
-        if output.full_output is not None:
-            extra["blob"] = self._store_blob(output.full_output)
-            extra["full_bytes"] = len(output.full_output)
-        if output.exit_status is not None:
-            extra["exit_status"] = output.exit_status
-        if output.timed_out:
-            extra["timed_out"] = True
+            self.record(ev.FileEdited(call_id=call.id, path=edit.path, before_sha256=edit.before_sha256,
+                                      after_sha256=edit.after_sha256, diff=edit.diff))
+        full = output.full_output
         # What a tool produced may quote files, output or other agents' text: always data.
-        self.record("tool_finished", call_id=call.id, tool=call.name, is_error=output.is_error,
-                    content=output.content, untrusted=True, duration_s=round(duration_s, 3), **extra)
+        self.record(ev.ToolFinished(
+            call_id=call.id, tool=call.name, is_error=output.is_error, content=output.content, untrusted=True,
+            duration_s=round(duration_s, 3),
+            blob=self._store_blob(full) if full is not None else ev.UNSET,
+            full_bytes=len(full) if full is not None else ev.UNSET,
+            exit_status=output.exit_status if output.exit_status is not None else ev.UNSET,
+            timed_out=True if output.timed_out else ev.UNSET,
+        ))

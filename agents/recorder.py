@@ -6,7 +6,9 @@ Background roles and the fan-out run take a ``Recorder`` instead of the daemon's
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
+
+from .core.events import AnyEvent
 
 
 class Recorder(Protocol):
@@ -18,8 +20,10 @@ class Recorder(Protocol):
 
     id: str
 
-    def record(self, type: str, *, agent: str = "main", sync: bool = False, **fields: Any) -> dict[str, Any]:
-        """Append one event of ``agent`` (``sync``: on disk before returning); return it as written.
+    def record(self, event: AnyEvent) -> AnyEvent:
+        """Append one event (on disk before returning when ``persistence`` says it is
+        write-ahead), fold it into the session's live views, and return it with its
+        ``seq`` and ``ts`` set.
 
         Raises:
             OSError: the log could not be written.

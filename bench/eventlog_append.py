@@ -18,10 +18,14 @@ import time
 from pathlib import Path
 
 from _pairs import paired, print_ratios
+from musec.agents.core.events import ToolFinished, ToolStarted
 from musec.daemon.eventlog import EventLog
 
-FIELDS = {"call_id": "toolu_01AbCdEfGhIjKlMnOpQrStUv", "tool": "bash", "input": {"command": "pytest -q tests/test_x.py"},
-          "content": "x" * 300, "exit_status": 0, "duration_s": 0.123}
+# A group-committed event and a write-ahead one (``persistence`` decides the fsync).
+GROUP = ToolFinished(call_id="toolu_01AbCdEfGhIjKlMnOpQrStUv", tool="bash", content="x" * 300, exit_status=0,
+                     duration_s=0.123)
+AHEAD = ToolStarted(call_id="toolu_01AbCdEfGhIjKlMnOpQrStUv", tool="bash",
+                    input={"command": "pytest -q tests/test_x.py", "pad": "x" * 260})
 
 
 def rate(n: int, fn) -> float:
@@ -40,10 +44,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         root = Path(d)
         probe = EventLog.create(root / "probe.jsonl")
-        line = probe.encode("tool_finished", **FIELDS)[0] + b"\n"
+        lines = {sync: probe.encode(probe.stamp(ev))[0] + b"\n" for sync, ev in ((False, GROUP), (True, AHEAD))}
         probe.close()
 
         def plain(n: int, sync: bool, name: str) -> None:
+            line = lines[sync]
             fd = os.open(root / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             for _ in range(n):
                 os.write(fd, line)
@@ -54,7 +59,7 @@ def main() -> None:
         def logged(n: int, sync: bool, name: str) -> None:
             log = EventLog.create(root / name)
             for _ in range(n):
-                log.append("tool_finished", sync=sync, **FIELDS)
+                log.append(AHEAD if sync else GROUP)
             log.close()
 
         names = iter(range(1_000_000))
@@ -65,7 +70,8 @@ def main() -> None:
 
         no_sync = rates(args.events, False)
         each_sync = rates(args.fsync_events, True)
-    print(f"line size {len(line)} bytes; appends per second, {args.rounds} rounds")
+    print(f"line size {len(lines[False])} bytes (group-committed), {len(lines[True])} bytes (write-ahead); "
+          f"appends per second, {args.rounds} rounds")
     print_ratios("no fsync: plain write -> log", no_sync, "/s", ".0f")
     print_ratios("fsync each: write+fsync -> log", each_sync, "/s", ".0f")
 

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from musec.agents.core.events import ModelRetry, RateLimited, SessionStarted
+from musec.agents.core.faults import NO_FAULTS, Faults
+
 from . import protocol as p
 from .blobs import BlobStore
 from .errors import BadRequest
@@ -33,11 +36,13 @@ class AgentDeps:
         paths: the daemon's directories (config, state, blobs).
         http: the daemon's one ``httpx.AsyncClient``.
         rate_limits: the daemon-wide ``RateLimitRegistry`` (one limiter per credential).
+        faults: the restart tests' crash points (``Faults.from_env`` at the entry point).
     """
 
     paths: Paths
     http: Any
     rate_limits: Any
+    faults: Faults = NO_FAULTS
 
 
 # Variables never passed to tool processes (DESIGN §11); the tools drop more by pattern.
@@ -141,7 +146,7 @@ def build_agent(
             provider's credentials are missing (the message names the variable).
     """
     from musec.agents.approval import MODES, sandbox_profile
-    from musec.agents.errors import AgentError
+    from musec.agents.core.errors import AgentError
     from musec.agents.loop import Agent
     from musec.agents.prompt import system_prompt
     from musec.agents.providers import make_provider
@@ -154,7 +159,7 @@ def build_agent(
         raise BadRequest(f"unknown sandbox {req.sandbox!r}; use bwrap, seatbelt or off")
     if req.max_turns < 1:
         raise BadRequest("--max-turns must be at least 1")
-    from musec.agents.catalog import load_catalog
+    from musec.agents.providers.catalog import load_catalog
 
     workspace = (workspace or Path(req.workspace)).resolve()
     try:
@@ -165,8 +170,8 @@ def build_agent(
         provider = make_provider(req.model, credentials, agent_id=agent_id, http_client=deps.http, catalog=catalog,
                                  on_retry=lambda notice: _record_retry(session, notice, agent_id),
                                  limiter=deps.rate_limits, allow_training_data=training_allowed(deps.paths.config, workspace),
-                                 on_rate_limited=lambda wait: session.record("rate_limited", agent=agent_id, credential=wait.credential,
-                                                                             wait_s=wait.wait_s, reason=wait.reason))
+                                 on_rate_limited=lambda wait: session.record(RateLimited(
+                                     agent=agent_id, credential=wait.credential, wait_s=wait.wait_s, reason=wait.reason)))
     except AgentError as exc:
         raise BadRequest(str(exc)) from exc
     mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if os.uname().sysname == "Darwin" else "bwrap")
@@ -177,6 +182,7 @@ def build_agent(
         state_dir=deps.paths.state,
         agent_id=agent_id,
         blackboard=session.blackboard,
+        faults=deps.faults,
     )
     policy = permission_policy(deps.paths, req, workspace)
     blobs = BlobStore(deps.paths.blobs)
@@ -195,6 +201,7 @@ def build_agent(
         session_id=session.id,
         cost_of=entry.cost_usd,
         budget_usd=req.budget_usd,
+        faults=deps.faults,
     )
     agent.policy = policy
     return agent
@@ -250,10 +257,10 @@ def permission_policy(paths: Paths, req: p.StartSession, workspace: Path) -> Any
 def _record_retry(session: Session, notice: Any, agent_id: str = "main") -> None:
     """Every retry of a model call is an event (visible, and its wait is explained)."""
     error = notice.error
-    session.record("model_retry", agent=agent_id, attempt=notice.attempt, max_attempts=notice.max_attempts,
-                   delay_s=round(notice.delay_s, 3), status=getattr(error, "status", None),
-                   retry_after_s=getattr(error, "retry_after_s", None), error=str(error)[:300],
-                   discarded_output_chars=notice.discarded_output_chars)
+    session.record(ModelRetry(agent=agent_id, attempt=notice.attempt, max_attempts=notice.max_attempts,
+                              delay_s=round(notice.delay_s, 3), status=getattr(error, "status", None),
+                              retry_after_s=getattr(error, "retry_after_s", None), error=str(error)[:300],
+                              discarded_output_chars=notice.discarded_output_chars))
 
 
 def git_base(workspace: Path) -> dict[str, Any]:
@@ -274,27 +281,27 @@ def git_base(workspace: Path) -> dict[str, Any]:
         return {}
 
 
-def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -> dict[str, Any]:
-    """The fields of the ``session_started`` event (no credentials, ever)."""
-    return {
-        "session_id": agent.session_id,
-        "workspace": str(workspace.resolve()),
-        "title": req.title or req.task.strip().splitlines()[0][:80] if req.task.strip() else req.title,
-        "model": req.model,
-        "provider": agent.provider.name,
-        "approval": req.approval,
-        "sandbox": agent.ctx.sandbox.mode,
-        "max_turns": req.max_turns,
-        "interactive": req.interactive,
-        "tools": [t.spec.name for t in agent.tools.values()],
-        "background": list(req.agents),
-        "agents_model": req.agents_model,
-        "agents_budget_usd": req.agents_budget_usd,
-        "blackboard": req.blackboard,
-        "system_prompt": agent.system_prompt,
-        "musec_version": musec_version(),
-        "pid": os.getpid(),
-        "git": git_base(workspace),
-        "trust": {**agent.policy.trust.fields(), "note": agent.policy.trust.note()} if agent.policy.trust else {"state": "none"},
-        "rules": [{"rule": r.text, "action": r.action, "source": r.source} for r in agent.policy.rules],
-    }
+def session_started_event(req: p.StartSession, agent: Agent, workspace: Path) -> SessionStarted:
+    """The ``session_started`` event of a new session (no credentials, ever)."""
+    return SessionStarted(
+        session_id=agent.session_id,
+        workspace=str(workspace.resolve()),
+        title=req.title or req.task.strip().splitlines()[0][:80] if req.task.strip() else req.title,
+        model=req.model,
+        provider=agent.provider.name,
+        approval=req.approval,
+        sandbox=agent.ctx.sandbox.mode,
+        max_turns=req.max_turns,
+        interactive=req.interactive,
+        tools=[t.spec.name for t in agent.tools.values()],
+        background=list(req.agents),
+        agents_model=req.agents_model,
+        agents_budget_usd=req.agents_budget_usd,
+        blackboard=req.blackboard,
+        system_prompt=agent.system_prompt,
+        musec_version=musec_version(),
+        pid=os.getpid(),
+        git=git_base(workspace),
+        trust={**agent.policy.trust.fields(), "note": agent.policy.trust.note()} if agent.policy.trust else {"state": "none"},
+        rules=[{"rule": r.text, "action": r.action, "source": r.source} for r in agent.policy.rules],
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from musec.agents.core.events import IntegrationApplied
+
 from . import protocol as p
 from .errors import BadRequest
 from .eventlog import iter_events
@@ -23,30 +25,29 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
         BadRequest: no integration, a failed one, or git refused (the message says why).
     """
     from musec.agents.workers import WorkerError, apply
+    from musec.agents.workers.state import FanoutState
 
     sid = index.resolve_id(session_id)
-    workspace, integration = "", None
+    state = FanoutState()
     for ev in iter_events(index.log_path(sid)):
-        if ev.get("type") == "session_started":
-            workspace = ev.get("workspace", "")
-        elif ev.get("type") == "integration":
-            integration = ev
+        state.apply(ev)
+    workspace, integration = state.workspace, state.integration
     if integration is None:
         raise BadRequest(f"session {sid} has no integrated fan-out result to apply")
-    if not integration.get("ok"):
+    if not integration.ok:
         raise BadRequest(f"the integration of session {sid} did not pass (conflicts or failing tests); "
                          "see `musec workers " + sid + "`")
-    if _already_applied(workspace, str(integration.get("head", ""))):
+    if _already_applied(workspace, integration.head):
         raise BadRequest(f"the integration of session {sid} is already on your branch; nothing to apply")
     try:
-        result = apply(workspace, integration["branch"], expected_head=integration["base_head"],
-                       snapshot=integration["base_commit"] if integration.get("snapshot") else None)
+        result = apply(workspace, integration.branch, expected_head=integration.base_head or "",
+                       snapshot=integration.base_commit if integration.snapshot else None)
     except WorkerError as exc:
         raise BadRequest(str(exc)) from exc
     session = index.live.get(sid)
     if session is not None:
-        session.record("integration_applied", branch=result.branch, old_head=result.old_head,
-                       new_head=result.new_head, how=result.how, sync=True)
+        session.record(IntegrationApplied(branch=result.branch, old_head=result.old_head,
+                                          new_head=result.new_head, how=result.how))
     return p.Applied(id=request_id, session_id=sid, branch=result.branch, old_head=result.old_head,
                      new_head=result.new_head, how=result.how)
 

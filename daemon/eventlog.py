@@ -10,11 +10,17 @@ where ``seq`` counts from 0 without gaps and ``h`` chains the line to the one be
 chain covers every byte of every line and ``verify`` detects any change, gap or
 truncation. ``h`` is always the last member.
 
+The events are the Structs of ``musec.agents.core.events``; ``line_fields`` gives a line's
+members in order. A line is thus verifiable with nothing but sha256: strip the trailing
+``,"h":"…"``, close the object with ``}``, hash the previous ``h`` (ASCII) followed by
+those bytes, and keep the first 32 hex digits.
+
 Writes: the log is held by an exclusive ``flock`` so two daemons never write one file.
-``append(..., sync=True)`` fsyncs before returning (write-ahead events: a side effect
-starts only after its announcement is durable); other appends are written at once and
-fsynced at the next sync (group commit). A torn last line found on open is cut off, kept
-in ``<log>.torn``, and reported. Secrets are replaced before anything is written.
+``append`` fsyncs a write-ahead event (``persistence``) before returning, so a side
+effect starts only after its announcement is durable; other appends are written at once
+and fsynced at the next sync (group commit). A torn last line found on open is cut off,
+kept in ``<log>.torn``, and reported. Secrets are replaced before anything is written;
+only the line is redacted, never the event the caller keeps.
 """
 
 from __future__ import annotations
@@ -31,7 +37,15 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from musec.agents.faults import armed, crash_at
+from musec.agents.core.events import (
+    AnyEvent,
+    Durability,
+    ToolFinished,
+    decode_event,
+    line_fields,
+    persistence,
+)
+from musec.agents.core.faults import NO_FAULTS, Faults
 
 from .errors import LogCorrupt, SessionLocked
 
@@ -109,29 +123,32 @@ class EventLog:
     existing one. Not thread-safe; the daemon appends from one task.
     """
 
-    def __init__(self, path: Path, fd: int, next_seq: int, last_h: str, redactor: Redactor):
+    def __init__(self, path: Path, fd: int, next_seq: int, last_h: str, redactor: Redactor,
+                 faults: Faults = NO_FAULTS) -> None:
         self.path = path
         self._fd = fd
         self.next_seq = next_seq
         self.last_h = last_h
         self.redact = redactor
+        self.faults = faults
         self._unsynced = False
 
     # -- opening ------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: Path, *, secrets: Iterable[str] = ()) -> EventLog:
-        """Create a new, empty, locked log (mode 0600).
+    def create(cls, path: Path, *, secrets: Iterable[str] = (), faults: Faults = NO_FAULTS) -> EventLog:
+        """Create a new, empty, locked log (mode 0600). ``faults``: the restart tests' crash
+        points (``mid_append``).
 
         Raises:
             FileExistsError: the file exists already.
         """
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
         _lock(fd, path)
-        return cls(path, fd, 0, "", Redactor(secrets))
+        return cls(path, fd, 0, "", Redactor(secrets), faults)
 
     @classmethod
-    def open(cls, path: Path, *, secrets: Iterable[str] = ()) -> tuple[EventLog, OpenReport]:
+    def open(cls, path: Path, *, secrets: Iterable[str] = (), faults: Faults = NO_FAULTS) -> tuple[EventLog, OpenReport]:
         """Open an existing log for appending, cutting a torn last line.
 
         Raises:
@@ -159,45 +176,46 @@ class EventLog:
             if check.problems:
                 raise LogCorrupt(f"{path.name}: {check.problems[0]}; open it read-only with `musec log`")
             report.events = check.events
-            return cls(path, fd, check.events, check.last_h, Redactor(secrets)), report
+            return cls(path, fd, check.events, check.last_h, Redactor(secrets), faults), report
         except BaseException:
             os.close(fd)
             raise
 
     # -- writing ------------------------------------------------------------------
 
-    def encode(self, type: str, agent: str = "main", **fields: Any) -> tuple[bytes, str]:
-        """The line (without newline) that ``append`` would write next, and its ``h``."""
-        event: dict[str, Any] = {"seq": self.next_seq, "ts": round(time.time(), 6), "agent": agent, "type": type}
-        event.update(fields)
-        body = _json.encode(self.redact(msgspec.to_builtins(event)))
+    def stamp(self, event: AnyEvent) -> AnyEvent:
+        """``event`` with the ``seq`` and ``ts`` that ``append`` would give it next."""
+        return msgspec.structs.replace(event, seq=self.next_seq, ts=round(time.time(), 6))
+
+    def encode(self, event: AnyEvent) -> tuple[bytes, str]:
+        """The line (without newline) of a stamped ``event``, redacted, and its ``h``."""
+        body = _json.encode(self.redact(line_fields(event)))
         h = chain_hash(self.last_h, body)
         return body[:-1] + b',"h":"' + h.encode("ascii") + b'"}', h
 
-    def append(self, type: str, agent: str = "main", *, sync: bool = False, **fields: Any) -> tuple[int, bytes]:
-        """Append one event; return its ``seq`` and the line written (no newline).
+    def append(self, event: AnyEvent) -> tuple[AnyEvent, bytes]:
+        """Append one event; return it with its ``seq`` and ``ts`` set, and the line
+        written (no newline). A write-ahead event (``persistence``) is fsynced first.
 
-        Args:
-            type: the event type (``tool_started``...).
-            agent: the agent the event belongs to (``main``, ``worker:NAME``...).
-            sync: fsync before returning (write-ahead events).
-            **fields: the event's fields; must be JSON-encodable by msgspec.
+        The event returned is the caller's, unredacted: what runs and what the model sees
+        are the exact values; only the line is redacted.
 
         Raises:
             OSError: the write failed (e.g. ENOSPC). The file is cut back to its last
                 whole line first, so nothing half-written stays.
         """
-        line, h = self.encode(type, agent, **fields)
+        event = self.stamp(event)
+        line, h = self.encode(event)
         data = line + b"\n"
         size = os.lseek(self._fd, 0, os.SEEK_END)
-        if type == "tool_finished" and armed("mid_append"):
+        if isinstance(event, ToolFinished) and self.faults.armed("mid_append"):
             os.write(self._fd, data[: len(data) // 2])
-            crash_at("mid_append")
+            self.faults.crash_at("mid_append")
         try:
             written = os.write(self._fd, data)
             if written != len(data):
                 raise OSError(28, "short write to the event log")
-            if sync:
+            if persistence(event).durability is Durability.WRITE_AHEAD:
                 os.fsync(self._fd)
                 self._unsynced = False
             else:
@@ -208,10 +226,9 @@ class EventLog:
             except OSError:
                 pass
             raise
-        seq = self.next_seq
         self.next_seq += 1
         self.last_h = h
-        return seq, line
+        return event, line
 
     def sync(self) -> None:
         """Make every appended line durable (the group commit)."""
@@ -327,23 +344,28 @@ def verify(path: Path) -> VerifyReport:
     return report
 
 
-def iter_events(path: Path) -> Iterator[dict[str, Any]]:
-    """The log's whole events as dicts, one at a time (memory stays flat).
+def iter_events(path: Path) -> Iterator[AnyEvent]:
+    """The log's whole events, one at a time (memory stays flat); a torn tail is left out.
 
     Raises:
-        LogCorrupt: naming the seq of the first line that is not a JSON object.
+        LogCorrupt: naming the seq of the first line that is not an event (not JSON, or
+            of a type or shape this musec does not know).
     """
     with open(path, "rb", buffering=1 << 20) as f:
         for n, raw in enumerate(f):
             if not raw.endswith(b"\n"):
                 return
-            try:
-                event = msgspec.json.decode(raw)
-            except msgspec.DecodeError as exc:
-                raise LogCorrupt(f"{path.name}: seq {n} is damaged") from exc
-            if not isinstance(event, dict):
-                raise LogCorrupt(f"{path.name}: seq {n} is damaged")
-            yield event
+            yield _decode(raw, n, path)
+
+
+def _decode(line: bytes, n: int, path: Path) -> AnyEvent:
+    try:
+        return decode_event(line)
+    except msgspec.ValidationError as exc:
+        raise LogCorrupt(f"{path.name}: seq {n} is not an event this musec knows ({exc}); "
+                         "a newer musec may have written it") from exc
+    except msgspec.DecodeError as exc:
+        raise LogCorrupt(f"{path.name}: seq {n} is damaged") from exc
 
 
 def read_lines(path: Path) -> list[bytes]:
@@ -352,23 +374,19 @@ def read_lines(path: Path) -> list[bytes]:
     return data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """The log's events as dicts, up to the first damaged line.
+def read_events(path: Path) -> list[AnyEvent]:
+    """The log's events, in order (a torn tail left out).
 
     Raises:
-        LogCorrupt: naming the seq of the first damaged line, if any.
+        LogCorrupt: naming the seq of the first line that is not an event.
     """
-    events = []
-    for n, line in enumerate(read_lines(path)):
-        try:
-            events.append(msgspec.json.decode(line))
-        except msgspec.DecodeError as exc:
-            raise LogCorrupt(f"{path.name}: seq {n} is damaged") from exc
-    return events
+    return [_decode(line, n, path) for n, line in enumerate(read_lines(path))]
 
 
 def first_and_last(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The first and last whole events of a log, reading only its ends."""
+    """The first and last whole lines of a log as JSON objects (``None`` where there is
+    none or it does not parse), reading only its ends: the session index reads any line,
+    of any musec version."""
     with open(path, "rb") as f:
         head = f.readline()
         f.seek(0, os.SEEK_END)

@@ -50,7 +50,7 @@ class SessionHost:
         Raises:
             BadRequest: the workspace is not a directory, or see ``agent_setup.build_agent``.
         """
-        from .agent_setup import build_main_agent, session_started_fields
+        from .agent_setup import build_main_agent, session_started_event
 
         workspace = Path(req.workspace)
         if not workspace.is_dir():
@@ -59,7 +59,7 @@ class SessionHost:
         secrets_ = p.secret_values(credentials) + list(req.redact)
         session_id = new_session_id()
         path = self.index.log_path(session_id)
-        elog = EventLog.create(path, secrets=secrets_)
+        elog = EventLog.create(path, secrets=secrets_, faults=self.deps.faults)
         session = Session(session_id, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
         session.blackboard = _blackboard(req.blackboard)
         try:
@@ -69,7 +69,7 @@ class SessionHost:
             path.unlink(missing_ok=True)
             raise
         session.agent = agent
-        session.record("session_started", sync=True, **session_started_fields(req, agent, workspace))
+        session.record(session_started_event(req, agent, workspace))
         self._add(session)
         return session
 

@@ -1,14 +1,84 @@
 """Views of a session rebuilt from its log (the log is the index, DESIGN §5 rule 7):
-its agents, its fan-out workers, its costs."""
+its agents, its fan-out workers, its costs. Each view is a fold over the events (a class
+with ``apply``), one ``match`` per view."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, assert_never
+
+from musec.agents.core.events import (
+    AgentFailed,
+    AgentMessage,
+    AgentSpawned,
+    AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
+    BaselineSnapshot,
+    FileEdited,
+    Integration,
+    IntegrationApplied,
+    LogRepaired,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    RateLimited,
+    RepoMap,
+    Review,
+    SessionEnded,
+    SessionResumed,
+    SessionStarted,
+    TestRun,
+    ToolFinished,
+    ToolInterrupted,
+    ToolStarted,
+    TurnEnded,
+    UserMessage,
+    WorkerFinished,
+    WorkerSpawned,
+)
+from musec.agents.workers.state import FanoutState
 
 from . import protocol as p
 
 if TYPE_CHECKING:
     from .index import SessionIndex
+
+
+@dataclass
+class WorkersView:
+    """The fan-out workers of a session: the fan-out state and each worker's tokens and
+    dollars (``usage[name] = [input_tokens, output_tokens, cost_usd]``)."""
+
+    fanout: FanoutState = field(default_factory=FanoutState)
+    usage: dict[str, list[float]] = field(default_factory=dict)
+
+    def apply(self, event: AnyEvent) -> None:
+        """Fold one event."""
+        self.fanout.apply(event)
+        match event:
+            case ModelResponse():
+                if event.agent.startswith("worker:"):
+                    u = self.usage.setdefault(event.agent.removeprefix("worker:"), [0, 0, 0.0])
+                    u[0] += int(event.usage.get("input_tokens", 0))
+                    u[1] += int(event.usage.get("output_tokens", 0))
+                    u[2] += float(event.cost_usd)
+            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
+                  | AgentMessage() | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested()
+                  | ApprovalResolved() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
+                  | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
+                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot()):
+                pass
+            case _:
+                assert_never(event)
+
+    def integration_summary(self) -> str:
+        """One line on the latest integration ("" when there was none)."""
+        ev = self.fanout.integration
+        if ev is None:
+            return ""
+        tests = "passed" if ev.tests_passed else "FAILED" if ev.tests_passed is False else "not run"
+        return f"{ev.branch} at {ev.head[:12]}: " + ("ok" if ev.ok else f"{len(ev.conflicts)} conflict(s), tests {tests}")
 
 
 def list_workers(index: SessionIndex, session_id: str, request_id: int) -> p.Workers:
@@ -18,28 +88,12 @@ def list_workers(index: SessionIndex, session_id: str, request_id: int) -> p.Wor
     from .eventlog import iter_events
 
     sid = index.resolve_id(session_id)
-    spawned: dict[str, dict[str, Any]] = {}
-    finished: dict[str, dict[str, Any]] = {}
-    usage: dict[str, list[float]] = {}
-    workspace, integration, base = "", "", ""
+    view = WorkersView()
     for ev in iter_events(index.log_path(sid)):
-        kind = ev.get("type")
-        if kind == "session_started":
-            workspace = ev.get("workspace", "")
-        elif kind == "worker_spawned":
-            spawned[ev["worker"]] = ev
-            base = ev.get("base_commit", base)
-        elif kind == "worker_finished":
-            finished[ev["worker"]] = ev
-        elif kind == "integration":
-            integration = f"{ev.get('branch')} at {str(ev.get('head'))[:12]}: " + (
-                "ok" if ev.get("ok") else f"{len(ev.get('conflicts') or [])} conflict(s), tests "
-                + ("passed" if ev.get("tests_passed") else "FAILED" if ev.get("tests_passed") is False else "not run"))
-        elif kind == "model_response" and str(ev.get("agent", "")).startswith("worker:"):
-            u = usage.setdefault(ev["agent"].removeprefix("worker:"), [0, 0, 0.0])
-            u[0] += int((ev.get("usage") or {}).get("input_tokens", 0))
-            u[1] += int((ev.get("usage") or {}).get("output_tokens", 0))
-            u[2] += float(ev.get("cost_usd", 0.0))
+        view.apply(ev)
+    spawned, finished = view.fanout.spawned, view.fanout.finished
+    workspace = view.fanout.workspace
+    base = list(spawned.values())[-1].base_commit if spawned else ""
     commits: dict[str, int] = {}
     if spawned and workspace:
         try:
@@ -48,13 +102,65 @@ def list_workers(index: SessionIndex, session_id: str, request_id: int) -> p.Wor
             commits = {}
     out = []
     for name, ev in spawned.items():
-        state = finished[name].get("exit_reason", "finished") if name in finished else (
+        state = finished[name].exit_reason if name in finished else (
             "running" if sid in index.live else "interrupted")
-        u = usage.get(name, [0, 0, 0.0])
-        out.append(p.WorkerInfo(name=name, branch=ev.get("branch", ""), state=state, commits=commits.get(name, 0),
-                                path=ev.get("path", ""), input_tokens=int(u[0]), output_tokens=int(u[1]),
-                                cost_usd=round(u[2], 8), instruction=ev.get("instruction", "")[:200]))
-    return p.Workers(id=request_id, session_id=sid, workers=out, integration=integration)
+        u = view.usage.get(name, [0, 0, 0.0])
+        out.append(p.WorkerInfo(name=name, branch=ev.branch, state=state, commits=commits.get(name, 0),
+                                path=ev.path, input_tokens=int(u[0]), output_tokens=int(u[1]),
+                                cost_usd=round(u[2], 8), instruction=ev.instruction[:200]))
+    return p.Workers(id=request_id, session_id=sid, workers=out, integration=view.integration_summary())
+
+
+@dataclass
+class AgentActivity:
+    """One agent's totals in the agents view."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    events: int = 0
+    last: float = 0.0
+    state: str = ""
+
+
+@dataclass
+class AgentsView:
+    """Every agent of a session: its role, activity and tokens, and whether the session
+    ended."""
+
+    seen: dict[str, AgentActivity] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=lambda: {"main": "main"})
+    ended: bool = False
+
+    def apply(self, event: AnyEvent) -> None:
+        """Fold one event."""
+        info = self.seen.setdefault(event.agent, AgentActivity())
+        info.events += 1
+        info.last = float(event.ts)
+        match event:
+            case SessionStarted():
+                for role in event.background:
+                    self.roles[role] = role
+            case AgentSpawned():
+                self.roles[event.agent] = event.role
+            case ModelResponse():
+                info.tokens_in += int(event.usage.get("input_tokens", 0))
+                info.tokens_out += int(event.usage.get("output_tokens", 0))
+                info.cost += float(event.cost_usd)
+            case WorkerFinished():
+                worker = self.seen.setdefault(f"worker:{event.worker}", AgentActivity(**vars(info)))
+                worker.state = event.exit_reason
+            case AgentFailed():
+                info.state = "failed, restarting"
+            case SessionEnded():
+                self.ended = True
+            case (SessionResumed() | LogRepaired() | TurnEnded() | UserMessage() | AgentMessage() | ModelRequest()
+                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
+                  | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
+                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot()):
+                pass
+            case _:
+                assert_never(event)
 
 
 def list_agents(index: SessionIndex, session_id: str, request_id: int) -> Any:
@@ -64,44 +170,55 @@ def list_agents(index: SessionIndex, session_id: str, request_id: int) -> Any:
 
     sid = index.resolve_id(session_id)
     live = index.live.get(sid)
-    seen: dict[str, dict[str, Any]] = {}
-    roles: dict[str, str] = {"main": "main"}
-    ended = False
+    view = AgentsView()
     for ev in iter_events(index.log_path(sid)):
-        agent = str(ev.get("agent", "main"))
-        info = seen.setdefault(agent, {"tokens_in": 0, "tokens_out": 0, "cost": 0.0, "events": 0, "last": 0.0, "state": ""})
-        info["events"] += 1
-        info["last"] = float(ev.get("ts", 0.0))
-        kind = ev.get("type")
-        if kind == "session_started":
-            for role in ev.get("background", []):
-                roles[role] = role
-        elif kind == "agent_spawned":
-            roles[agent] = str(ev.get("role", "worker"))
-        elif kind == "model_response":
-            usage = ev.get("usage") or {}
-            info["tokens_in"] += int(usage.get("input_tokens", 0))
-            info["tokens_out"] += int(usage.get("output_tokens", 0))
-            info["cost"] += float(ev.get("cost_usd", 0.0))
-        elif kind == "worker_finished":
-            seen.setdefault(f"worker:{ev.get('worker')}", dict(info))["state"] = str(ev.get("exit_reason"))
-        elif kind == "agent_failed":
-            info["state"] = "failed, restarting"
-        elif kind == "session_ended":
-            ended = True
+        view.apply(ev)
+    roles, seen = view.roles, view.seen
     out = []
     for agent, role in {**roles, **{a: roles.get(a, a.split(":")[0]) for a in seen}}.items():
-        info = seen.get(agent, {"tokens_in": 0, "tokens_out": 0, "cost": 0.0, "events": 0, "last": 0.0, "state": ""})
+        info = seen.get(agent, AgentActivity())
         if live is not None and agent in live.background:
             state = live.background[agent].state
         elif live is not None and agent == "main":
             state = live.status
         else:
-            state = info["state"] or ("ended" if ended else "stopped")
-        out.append(p.AgentInfo(agent=agent, role=role, state=state, last_activity_at=info["last"],
-                               input_tokens=info["tokens_in"], output_tokens=info["tokens_out"],
-                               cost_usd=round(info["cost"], 8), events=info["events"]))
+            state = info.state or ("ended" if view.ended else "stopped")
+        out.append(p.AgentInfo(agent=agent, role=role, state=state, last_activity_at=info.last,
+                               input_tokens=info.tokens_in, output_tokens=info.tokens_out,
+                               cost_usd=round(info.cost, 8), events=info.events))
     return p.Agents(id=request_id, session_id=sid, agents=out)
+
+
+@dataclass
+class CostsView:
+    """Tokens and dollars per (agent, model), and the number of model retries."""
+
+    rows: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    retries: int = 0
+
+    def apply(self, event: AnyEvent) -> None:
+        """Fold one event."""
+        match event:
+            case ModelRetry():
+                self.retries += 1
+            case ModelResponse():
+                row = self.rows.setdefault((event.agent, event.model),
+                                           {"calls": 0, "in": 0, "out": 0, "cr": 0, "cw": 0, "usd": 0.0})
+                usage = event.usage
+                row["calls"] += 1
+                row["in"] += int(usage.get("input_tokens", 0))
+                row["out"] += int(usage.get("output_tokens", 0))
+                row["cr"] += int(usage.get("cache_read_tokens", 0))
+                row["cw"] += int(usage.get("cache_write_tokens", 0))
+                row["usd"] += float(event.cost_usd)
+            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
+                  | AgentMessage() | ModelRequest() | RateLimited() | ApprovalRequested() | ApprovalResolved()
+                  | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
+                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
+                  | Review() | BaselineSnapshot()):
+                pass
+            case _:
+                assert_never(event)
 
 
 def cost_report(index: SessionIndex, session_id: str, workspace: str, request_id: int) -> Any:
@@ -116,24 +233,11 @@ def cost_report(index: SessionIndex, session_id: str, workspace: str, request_id
         if latest is None:
             raise SessionNotFound(f"no session in {workspace}; give a session id (`musec sessions --all`)")
         sid = latest
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    retries = 0
+    view = CostsView()
     for ev in iter_events(index.log_path(sid)):
-        if ev.get("type") == "model_retry":
-            retries += 1
-        if ev.get("type") != "model_response":
-            continue
-        row = rows.setdefault((str(ev.get("agent", "main")), str(ev.get("model", ""))),
-                              {"calls": 0, "in": 0, "out": 0, "cr": 0, "cw": 0, "usd": 0.0})
-        usage = ev.get("usage") or {}
-        row["calls"] += 1
-        row["in"] += int(usage.get("input_tokens", 0))
-        row["out"] += int(usage.get("output_tokens", 0))
-        row["cr"] += int(usage.get("cache_read_tokens", 0))
-        row["cw"] += int(usage.get("cache_write_tokens", 0))
-        row["usd"] += float(ev.get("cost_usd", 0.0))
+        view.apply(ev)
     out = [p.CostRow(agent=a, model=m, calls=r["calls"], input_tokens=r["in"], output_tokens=r["out"],
                      cache_read_tokens=r["cr"], cache_write_tokens=r["cw"], cost_usd=round(r["usd"], 8))
-           for (a, m), r in sorted(rows.items())]
+           for (a, m), r in sorted(view.rows.items())]
     return p.CostReport(id=request_id, session_id=sid, rows=out, total_usd=round(sum(r.cost_usd for r in out), 8),
-                        retries=retries)
+                        retries=view.retries)

@@ -12,11 +12,43 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
+
+from musec.agents.core.events import (
+    AgentFailed,
+    AgentMessage,
+    AgentSpawned,
+    AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
+    BaselineSnapshot,
+    FileEdited,
+    Integration,
+    IntegrationApplied,
+    LogRepaired,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    RateLimited,
+    RepoMap,
+    Review,
+    SessionEnded,
+    SessionResumed,
+    SessionStarted,
+    TestRun,
+    ToolFinished,
+    ToolInterrupted,
+    ToolStarted,
+    TurnEnded,
+    UserMessage,
+    WorkerFinished,
+    WorkerSpawned,
+)
+from musec.agents.workers.state import FanoutState
 
 from . import protocol as p
 from .errors import BadRequest, LogCorrupt
-from .eventlog import EventLog, first_and_last, iter_events, read_events
+from .eventlog import EventLog, iter_events, read_events
 from .session import Session
 
 if TYPE_CHECKING:
@@ -26,48 +58,60 @@ if TYPE_CHECKING:
 
 @dataclass
 class ResumeState:
-    """What resuming needs from a log, gathered in one pass.
+    """What resuming needs from a log, gathered in one pass (``apply`` per event).
 
     Attributes:
         events: how many events were folded.
         open_calls: ``tool_started`` events with no ``tool_finished``/``tool_interrupted``.
         in_turn: the log stops inside a turn (a user message not followed by ``turn_ended``).
+        fanout: the session's fan-outs (one cut off by the stop is gone on with).
     """
 
     events: int = 0
-    open_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    open_calls: dict[str, ToolStarted] = field(default_factory=dict)
     in_turn: bool = False
-    fanout_spawned: list[dict[str, Any]] = field(default_factory=list)
-    fanout_finished: set[str] = field(default_factory=set)
+    fanout: FanoutState = field(default_factory=FanoutState)
+
+    def apply(self, event: AnyEvent) -> None:
+        """Fold one event."""
+        self.events += 1
+        self.fanout.apply(event)
+        match event:
+            case ToolStarted():
+                self.open_calls[event.call_id] = event
+            case ToolFinished() | ToolInterrupted():
+                self.open_calls.pop(event.call_id, None)
+            case UserMessage():
+                self.in_turn = True
+            case TurnEnded():
+                self.in_turn = False
+            case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
+                  | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
+                  | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
+                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot()):
+                pass
+            case _:
+                assert_never(event)
 
 
-def fold_for_resume(events: Iterable[dict[str, Any]], appliers: list[Callable[[dict[str, Any]], None]]) -> ResumeState:
+def fold_for_resume(events: Iterable[AnyEvent], appliers: list[Callable[[AnyEvent], None]]) -> ResumeState:
     """One pass over a log's events: feed each to ``appliers`` and gather ``ResumeState``."""
     state = ResumeState()
-    for ev in events:
-        state.events += 1
-        kind = ev.get("type")
-        if kind == "tool_started":
-            state.open_calls[ev["call_id"]] = ev
-        elif kind in ("tool_finished", "tool_interrupted"):
-            state.open_calls.pop(ev.get("call_id"), None)
-        elif kind == "user_message":
-            state.in_turn = True
-        elif kind == "turn_ended":
-            state.in_turn = False
-        elif kind == "worker_spawned":
-            state.fanout_spawned.append(ev)
-        elif kind == "worker_finished":
-            state.fanout_finished.add(ev.get("worker"))
-        elif kind == "integration":
-            state.fanout_spawned, state.fanout_finished = [], set()
+    for event in events:
+        state.apply(event)
         for apply in appliers:
-            apply(ev)
+            apply(event)
     return state
 
 
-def _started(first: dict[str, Any] | None, path: Path) -> dict[str, Any]:
-    if first is None or first.get("type") != "session_started":
+def first_event(path: Path) -> SessionStarted:
+    """The ``session_started`` a log begins with.
+
+    Raises:
+        LogCorrupt: the log does not begin with one.
+    """
+    first = next(iter_events(path), None)
+    if not isinstance(first, SessionStarted):
         raise LogCorrupt(f"{path.name} does not begin with session_started; it cannot be resumed")
     return first
 
@@ -93,28 +137,28 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
     path = index.log_path(sid)
     credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
     secrets_ = p.secret_values(credentials) + list(req.redact)
-    elog, report = EventLog.open(path, secrets=secrets_)
+    elog, report = EventLog.open(path, secrets=secrets_, faults=deps.faults)
     try:
-        started = _started(first_and_last(path)[0], path)
+        started = first_event(path)
         session = Session(sid, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
         session.resumed_at_seq = report.events
         from musec.agents.blackboard import Blackboard
 
-        session.blackboard = Blackboard() if started.get("blackboard", True) else None
+        session.blackboard = Blackboard() if started.blackboard else None
         start = p.StartSession(
-            id=req.id, workspace=started["workspace"], model=started["model"],
-            approval=req.approval or started.get("approval", "ask"),
-            max_turns=req.max_turns or int(started.get("max_turns", 50)),
+            id=req.id, workspace=started.workspace, model=started.model,
+            approval=req.approval or started.approval,
+            max_turns=req.max_turns or started.max_turns,
             credentials=credentials, interactive=req.interactive, end_when_idle=req.end_when_idle,
-            sandbox=started.get("sandbox", "auto"), agents=list(started.get("background", [])),
-            blackboard=bool(started.get("blackboard", True)),
-            agents_model=str(started.get("agents_model", "")), agents_budget_usd=float(started.get("agents_budget_usd", 0.0)),
+            sandbox=started.sandbox, agents=list(started.background),
+            blackboard=started.blackboard,
+            agents_model=started.agents_model, agents_budget_usd=started.agents_budget_usd,
         )
         agent = build_main_agent(deps, session, start, credentials)
     except BaseException:
         elog.close()
         raise
-    agent.system_prompt = started.get("system_prompt", agent.system_prompt)
+    agent.system_prompt = started.system_prompt or agent.system_prompt
     session.agent = agent
     try:
         appliers = [agent.history.apply, session.restore, *(bg.restore for bg in session.background.values())]
@@ -123,16 +167,15 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
         elog.close()
         raise
     if report.torn_bytes:
-        session.record("log_repaired", torn_bytes=report.torn_bytes, torn_path=report.torn_path, sync=True)
+        session.record(LogRepaired(torn_bytes=report.torn_bytes, torn_path=report.torn_path))
     cut = list(state.open_calls.values())
-    if state.fanout_spawned and any(ev.get("tool") == "spawn_workers" for ev in cut):
-        session.resume_fanout = (state.fanout_spawned, state.fanout_finished)
-    for ev in cut:
-        session.record("tool_interrupted", agent=ev.get("agent", "main"), call_id=ev["call_id"], tool=ev.get("tool"),
-                       reason="the daemon stopped while it ran", sync=True)
-    session.record("session_resumed", pid=os.getpid(), interrupted_calls=[e["call_id"] for e in cut],
-                   approval=start.approval, sync=True)
-    return session, state.in_turn, [e["call_id"] for e in cut]
+    if state.fanout.pending and any(call.tool == "spawn_workers" for call in cut):
+        session.resume_fanout = (state.fanout.pending, state.fanout.pending_finished)
+    for call in cut:
+        session.record(ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
+                                       reason="the daemon stopped while it ran"))
+    session.record(SessionResumed(pid=os.getpid(), interrupted_calls=[c.call_id for c in cut], approval=start.approval))
+    return session, state.in_turn, [c.call_id for c in cut]
 
 
 class _ReplayModel:
@@ -154,7 +197,7 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
     For each ``model_request`` event, the request the agent would send after folding the
     events before it is built again and its digest compared with the logged one.
     """
-    from musec.agents.conversation import request_digest
+    from musec.agents.core.conversation import request_digest
     from musec.agents.history import History
     from musec.agents.loop import Agent
     from musec.agents.tools.base import ToolContext
@@ -166,42 +209,45 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
         events = read_events(path)
     except LogCorrupt as exc:
         return p.ReplayResult(id=request_id, session_id=sid, ok=False, events=0, model_requests=0, turns=0, problems=[str(exc)])
-    started = _started(events[0] if events else None, path)
-    spawned = {ev["agent"]: ev for ev in events if ev.get("type") == "agent_spawned"}
-    prompts = {agent: ev.get("system_prompt", "") for agent, ev in spawned.items()}
+    started = events[0] if events else None
+    if not isinstance(started, SessionStarted):
+        raise LogCorrupt(f"{path.name} does not begin with session_started; it cannot be replayed")
+    spawned = {ev.agent: ev for ev in events if isinstance(ev, AgentSpawned)}
     agents: dict[str, Agent] = {}
 
-    def agent_for(agent_id: str, ev: dict[str, Any]) -> Agent:
-        if agent_id not in agents:
-            agents[agent_id] = Agent(
-                agent_id=agent_id, provider=_ReplayModel(ev.get("provider", ""), ev.get("model", "")),
-                tools=_tools_for(agent_id, spawned.get(agent_id, started)), ctx=ToolContext(workspace=Path(started["workspace"]), env={}),
+    def agent_for(ev: ModelRequest) -> Agent:
+        if ev.agent not in agents:
+            offered = spawned[ev.agent].tools if ev.agent in spawned else started.tools
+            prompt = spawned[ev.agent].system_prompt if ev.agent in spawned else started.system_prompt
+            agent = Agent(
+                agent_id=ev.agent, provider=_ReplayModel(ev.provider, ev.model),
+                tools=_tools_for(offered), ctx=ToolContext(workspace=Path(started.workspace), env={}),
                 record=_no_record, ask=_no_ask, on_delta=_no_delta, approval_mode="auto", max_turns=1,
-                system_prompt=prompts.get(agent_id, started.get("system_prompt", "")), store_blob=_no_blob, session_id=sid,
+                system_prompt=prompt, store_blob=_no_blob, session_id=sid,
             )
-            agents[agent_id].history = History(agent_id)
-            for earlier in events[: ev["seq"]]:
-                agents[agent_id].history.apply(earlier)
-        return agents[agent_id]
+            agent.history = History(ev.agent)
+            for earlier in events[: ev.seq]:
+                agent.history.apply(earlier)
+            agents[ev.agent] = agent
+        return agents[ev.agent]
 
     requests = 0
     for ev in events:
-        if ev.get("type") == "model_request":
-            agent = agent_for(ev.get("agent", "main"), ev)
+        if isinstance(ev, ModelRequest):
+            agent = agent_for(ev)
             requests += 1
-            digest = request_digest(agent.build_request())
-            if digest != ev.get("digest"):
-                problems.append(f"seq {ev['seq']}: the rebuilt request differs from the one the live run sent")
+            if request_digest(agent.build_request()) != ev.digest:
+                problems.append(f"seq {ev.seq}: the rebuilt request differs from the one the live run sent")
         for agent in agents.values():
             agent.history.apply(ev)
     main = agents.get("main")
     next_digest = request_digest(main.build_request()) if main else ""
-    turns = sum(1 for ev in events if ev.get("type") == "model_response")
+    turns = sum(1 for ev in events if isinstance(ev, ModelResponse))
     return p.ReplayResult(id=request_id, session_id=sid, ok=not problems, events=len(events), model_requests=requests,
                           turns=turns, problems=problems, next_request_digest=next_digest)
 
 
-def _tools_for(agent_id: str, started: dict[str, Any]) -> list[Any]:
+def _tools_for(names: list[str]) -> list[Any]:
     """The tools an agent was offered, in order, as named in its ``session_started`` (main)
     or ``agent_spawned`` event."""
     from musec.agents.ask_agent import AskAgentTool
@@ -209,7 +255,7 @@ def _tools_for(agent_id: str, started: dict[str, Any]) -> list[Any]:
     from musec.agents.workers.tool import SpawnWorkersTool
 
     available = {t.name: t for t in [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]}
-    return [available[name] for name in started.get("tools", []) if name in available]
+    return [available[name] for name in names if name in available]
 
 
 async def _no_fanout(tasks: Any) -> Any:  # pragma: no cover - replay runs no tool

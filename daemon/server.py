@@ -35,13 +35,15 @@ async def serve(listener: anyio.abc.SocketListener, paths: Paths, *,
     """Serve ``listener`` until a signal or a ``Shutdown`` request; the sessions run in
     the same root task group, with one shared HTTP client and one set of rate limiters."""
     import httpx
+    from musec.agents.core.faults import Faults
     from musec.agents.providers.ratelimit import RateLimitRegistry
 
     from .agent_setup import AgentDeps
 
     async with httpx.AsyncClient(timeout=httpx.Timeout(connect=10, read=300, write=30, pool=30)) as http:
         async with anyio.create_task_group() as tg:
-            host = SessionHost(AgentDeps(paths, http, RateLimitRegistry()), tg)
+            # The restart tests' crash points, if the environment arms one (read here, once).
+            host = SessionHost(AgentDeps(paths, http, RateLimitRegistry(), Faults.from_env(os.environ)), tg)
 
             def stop() -> None:
                 host.end_all()

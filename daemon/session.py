@@ -12,11 +12,42 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import anyio
 import msgspec
 import structlog
+from musec.agents.core.events import (
+    AgentFailed,
+    AgentMessage,
+    AgentSpawned,
+    AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
+    BaselineSnapshot,
+    FileEdited,
+    Integration,
+    IntegrationApplied,
+    LogRepaired,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    RateLimited,
+    RepoMap,
+    Review,
+    SessionEnded,
+    SessionResumed,
+    SessionStarted,
+    TestRun,
+    ToolFinished,
+    ToolInterrupted,
+    ToolStarted,
+    TurnEnded,
+    UserMessage,
+    WorkerFinished,
+    WorkerSpawned,
+    persistence,
+)
 
 from . import protocol as p
 from .errors import BadRequest
@@ -37,6 +68,44 @@ class Subscriber:
         self.last_seq = -1
         self.since_seq = -1
         self.cut_off = False
+
+
+class Counters:
+    """A session's totals, folded from its events the same way live and on resume.
+
+    Attributes:
+        turns: model responses of every agent.
+        usage: token counts summed over those responses, by kind.
+        cost_usd: their cost in dollars.
+        client_msg_ids: the clients' ids of the person's messages (a re-send counts once).
+    """
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self.usage: dict[str, int] = {}
+        self.cost_usd = 0.0
+        self.client_msg_ids: set[str] = set()
+
+    def apply(self, event: AnyEvent) -> None:
+        """Fold one event into the totals."""
+        match event:
+            case ModelResponse():
+                self.turns += 1
+                self.cost_usd += float(event.cost_usd)
+                for k, v in event.usage.items():
+                    if isinstance(v, int):
+                        self.usage[k] = self.usage.get(k, 0) + v
+            case UserMessage():
+                if event.client_msg_id:
+                    self.client_msg_ids.add(event.client_msg_id)
+            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
+                  | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
+                  | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
+                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
+                  | Review() | BaselineSnapshot()):
+                pass
+            case _:
+                assert_never(event)
 
 
 @dataclass
@@ -75,38 +144,53 @@ class Session:
         self.status = "running"
         self.ended = anyio.Event()
         self._inputs_send, self._inputs = anyio.create_memory_object_stream[tuple[str, str]](INPUT_BUFFER)
-        self.seen_client_msg_ids: set[str] = set()
+        self.counters = Counters()
+        self.seen_client_msg_ids = self.counters.client_msg_ids
         self._turn_scope: anyio.CancelScope | None = None
         self._scope: anyio.CancelScope | None = None
         self.on_end: Callable[[Session], None] | None = None
-        self.turns = 0
         self.resumed_at_seq = 0
-        self.usage: dict[str, int] = {}
-        self.cost_usd = 0.0
 
     # -- events -------------------------------------------------------------------
 
-    def record(self, type: str, *, agent: str = "main", sync: bool = False, **fields: Any) -> dict[str, Any]:
-        """Append an event, then fan it out; return it as written."""
-        seq, line = self.log.append(type, agent, sync=sync, **fields)
-        event = msgspec.json.decode(line)
+    def record(self, event: AnyEvent) -> AnyEvent:
+        """Append an event to the log, fold it into every live view (the agents'
+        histories, the background agents, the counters), then send its line to the
+        attached clients; return it with its ``seq`` and ``ts``.
+
+        The views get ``event`` itself, never the redacted line read back: redaction is
+        for what is stored and shown.
+
+        Raises:
+            OSError: the log could not be written (nothing was folded or sent).
+        """
+        event, line = self.log.append(event)
         if self.agent is not None:
             self.agent.history.apply(event)
         for worker in self.workers.values():
             worker.history.apply(event)
         for agent in self.background.values():
             agent.notify(event)
-        if type == "model_response":
-            self._count(event)
-        self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)
+        self.counters.apply(event)
+        if persistence(event).to_clients:
+            seq = event.seq
+            self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)
         return event
 
-    def _count(self, event: dict[str, Any]) -> None:
-        self.turns += 1
-        self.cost_usd += float(event.get("cost_usd", 0.0))
-        for k, v in (event.get("usage") or {}).items():
-            if isinstance(v, int):
-                self.usage[k] = self.usage.get(k, 0) + v
+    @property
+    def turns(self) -> int:
+        """Model responses so far, of every agent."""
+        return self.counters.turns
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """Token counts so far, by kind."""
+        return self.counters.usage
+
+    @property
+    def cost_usd(self) -> float:
+        """Dollars spent so far."""
+        return self.counters.cost_usd
 
     def _broadcast(self, make: Callable[[Subscriber], Any], seq: int | None = None) -> None:
         for sub in list(self.subscribers):
@@ -171,12 +255,9 @@ class Session:
             raise BadRequest("the session is ending; start or resume another") from None
         return True
 
-    def restore(self, event: dict[str, Any]) -> None:
+    def restore(self, event: AnyEvent) -> None:
         """Fold one event of a log being resumed into the counters and seen message ids."""
-        if event.get("type") == "model_response":
-            self._count(event)
-        elif event.get("type") == "user_message" and event.get("client_msg_id"):
-            self.seen_client_msg_ids.add(event["client_msg_id"])
+        self.counters.apply(event)
 
     async def ask(self, agent_id: str, call: Any, tool: Any) -> tuple[str, str]:
         """Wait for the first client's answer to an approval (the agent loop's ``ask``)."""
@@ -229,8 +310,8 @@ class Session:
                 if not findings:
                     break
                 rounds += 1  # sent back: the agent goes on with the findings in its history
-                reviewer.record("agent_message", to="main", **{"from": "reviewer"}, priority="high", sync=True,
-                                body="Before you finish, the review of your changes found:\n" + "\n".join(f"- {f}" for f in findings))
+                reviewer.record(AgentMessage(to="main", from_="reviewer", priority="high",
+                                             body="Before you finish, the review of your changes found:\n" + "\n".join(f"- {f}" for f in findings)))
                 outcome = await self.agent.run()
         self._turn_scope = None
         if outcome is None:
@@ -238,7 +319,7 @@ class Session:
         else:
             reason, result, message = outcome.exit_reason, outcome.result, outcome.message
         self.status = "idle"
-        self.record("turn_ended", exit_reason=reason, result=result, message=message)
+        self.record(TurnEnded(exit_reason=reason, result=result, message=message))
         self.log.sync()
         self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, result=result))
         return reason, result, message
@@ -292,8 +373,7 @@ class Session:
             if first_task:
                 self.submit(first_task)
             async for text, client_msg_id in self._inputs:
-                fields = {"client_msg_id": client_msg_id} if client_msg_id else {}
-                self.record("user_message", text=text, sync=True, **fields)
+                self.record(UserMessage(text=text, client_msg_id=client_msg_id or msgspec.UNSET))
                 reason, result, message = await self._turn()
                 if self.end_when_idle:
                     break
@@ -320,9 +400,9 @@ class Session:
         self.status = exit_reason
         if write:
             try:
-                extra = {"blackboard": self.blackboard.stats()} if self.blackboard is not None else {}
-                self.record("session_ended", exit_reason=exit_reason, result=result, message=message,
-                            turns=self.turns, usage=self.usage, cost_usd=round(self.cost_usd, 8), sync=True, **extra)
+                board = self.blackboard.stats() if self.blackboard is not None else msgspec.UNSET
+                self.record(SessionEnded(exit_reason=exit_reason, result=result, message=message, turns=self.turns,
+                                         usage=dict(self.usage), cost_usd=round(self.cost_usd, 8), blackboard=board))
             except OSError as exc:
                 log.error("session_end_not_logged", session_id=self.id, error=str(exc))
         cost = round(self.cost_usd, 8) if math.isfinite(self.cost_usd) else 0.0

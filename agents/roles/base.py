@@ -1,20 +1,55 @@
 """The common part of a background role: inbox, supervision with backoff, state.
 
-A role lives as long as its session, in the session's task group, with a small bounded
-inbox fed with every event the session records (``notify``). It writes its own events
-through a ``Recorder`` (the session, in the daemon) and shares what it learns through the
-blackboard; it never sees the session itself (DESIGN §6, §7).
+A role lives as long as its session, in the session's task group. Every event the
+session records is offered to it (``notify``), and every event of a log being resumed too
+(``restore``); both go through one fold, ``BackgroundAgent.fold``, which calls the role's
+hooks for the events roles care about (edits in the workspace, the person's messages, the
+role's own test runs and spawn). A role that works in its own time gets the workspace's
+edits in a small bounded inbox. It writes its own events through a ``Recorder`` (the
+session, in the daemon) and shares what it learns through the blackboard; it never sees
+the session itself (DESIGN §6, §7).
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import anyio
+import msgspec
 import structlog
 
+from ..core.events import (
+    AgentFailed,
+    AgentMessage,
+    AgentSpawned,
+    AnyEvent,
+    ApprovalRequested,
+    ApprovalResolved,
+    BaselineSnapshot,
+    FileEdited,
+    Integration,
+    IntegrationApplied,
+    LogRepaired,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    RateLimited,
+    RepoMap,
+    Review,
+    SessionEnded,
+    SessionResumed,
+    SessionStarted,
+    TestRun,
+    ToolFinished,
+    ToolInterrupted,
+    ToolStarted,
+    TurnEnded,
+    UserMessage,
+    WorkerFinished,
+    WorkerSpawned,
+)
 from ..recorder import Recorder
 
 log = structlog.get_logger("musec.roles")
@@ -48,11 +83,48 @@ class BackgroundAgent:
         self.last_activity_at = time.time()
         self.overflowed = False
         self.ready = anyio.Event()
-        self._send, self._inbox = anyio.create_memory_object_stream[dict[str, Any]](INBOX_EVENTS)
+        # The workspace's edits (``FileEdited``), and whatever a role posts to itself.
+        self._send, self._inbox = anyio.create_memory_object_stream[Any](INBOX_EVENTS)
 
-    def notify(self, event: dict[str, Any]) -> None:
-        """Offer an event; never blocks. A full inbox is noted and the agent rescans."""
-        if event.get("agent") == self.agent_id:
+    def notify(self, event: AnyEvent) -> None:
+        """Offer an event the session just recorded; never blocks."""
+        self.fold(event, live=True)
+
+    def restore(self, event: AnyEvent) -> None:
+        """Fold one event of a log being resumed (the role picks up where it was)."""
+        self.fold(event, live=False)
+
+    def fold(self, event: AnyEvent, *, live: bool) -> None:
+        """The background roles' view of the log: call the role's hook for each event a
+        role cares about (``live``: just recorded; else read back on resume)."""
+        match event:
+            case FileEdited():
+                if not event.agent.startswith("worker:"):  # the workspace, not a worktree
+                    self.on_workspace_edit(event, live=live)
+            case UserMessage():
+                if event.agent == "main":
+                    self.on_person_message(event, live=live)
+            case TestRun():
+                if event.agent == self.agent_id:
+                    self.on_own_test_run(event, live=live)
+            case AgentSpawned():
+                if event.agent == self.agent_id:
+                    self.on_own_spawn(event, live=live)
+            case BaselineSnapshot():
+                if event.agent == self.agent_id:
+                    self.on_own_baseline_snapshot(event, live=live)
+            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
+                  | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
+                  | ApprovalResolved() | ToolStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
+                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review()):
+                pass
+            case _:
+                assert_never(event)
+
+    def on_workspace_edit(self, event: FileEdited, *, live: bool) -> None:
+        """A file of the session's workspace changed. Live, the edit goes to the inbox
+        (never blocks); a full inbox is noted and the role rescans."""
+        if not live or event.agent == self.agent_id:
             return
         try:
             self._send.send_nowait(event)
@@ -61,10 +133,22 @@ class BackgroundAgent:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
-    def record(self, type: str, **fields: Any) -> dict[str, Any]:
+    def on_person_message(self, event: UserMessage, *, live: bool) -> None:
+        """The person sent the main agent a message (a turn begins)."""
+
+    def on_own_test_run(self, event: TestRun, *, live: bool) -> None:
+        """This role's own test run."""
+
+    def on_own_spawn(self, event: AgentSpawned, *, live: bool) -> None:
+        """This role's own ``agent_spawned`` (a scout with a model)."""
+
+    def on_own_baseline_snapshot(self, event: BaselineSnapshot, *, live: bool) -> None:
+        """This role's own copy of the workspace for a baseline (the verifier)."""
+
+    def record(self, event: AnyEvent) -> AnyEvent:
         """Record an event as this role (see ``Recorder.record``)."""
         self.last_activity_at = time.time()
-        return self.recorder.record(type, agent=self.agent_id, **fields)
+        return self.recorder.record(msgspec.structs.replace(event, agent=self.agent_id))
 
     async def supervise(self) -> None:
         """Run the role; on a failure, report it and start again after a growing pause."""
@@ -78,7 +162,7 @@ class BackgroundAgent:
                 self.ready.set()  # nobody waits on a failed agent
                 self.state = "restarting"
                 try:
-                    self.record("agent_failed", role=self.role, error=f"{type(exc).__name__}: {exc}"[:500], retry_in_s=backoff)
+                    self.record(AgentFailed(role=self.role, error=f"{type(exc).__name__}: {exc}"[:500], retry_in_s=backoff))
                 except OSError:
                     return
                 await anyio.sleep(backoff)
@@ -96,15 +180,7 @@ class BackgroundAgent:
         """The role's answer to an ``ask_agent`` question."""
         return f"{self.agent_id} does not answer questions"
 
-    def restore(self, event: dict[str, Any]) -> None:
-        """Fold one event of a log being resumed (the role picks up where it was)."""
-
     def close(self) -> None:
         """Close the inbox (the session has ended; nothing more is offered)."""
         self._send.close()
         self._inbox.close()
-
-
-def is_workspace_edit(event: dict[str, Any]) -> bool:
-    """An edit in the session's workspace (not in a fan-out worker's worktree)."""
-    return event.get("type") == "file_edited" and not str(event.get("agent", "main")).startswith("worker:")

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from ..core.events import FileEdited, Review, UserMessage
 from ..recorder import Recorder
 from .base import BackgroundAgent
 
@@ -37,16 +38,19 @@ class Reviewer(BackgroundAgent):
         self.reviewed = 0
         self.failing_at_start: set[str] = set()
 
-    def notify(self, event: dict[str, Any]) -> None:
-        """Keep the turn's diffs as they are recorded (no inbox: nothing may be missed)."""
-        if event.get("type") == "user_message" and event.get("agent") == "main":
+    def on_person_message(self, event: UserMessage, *, live: bool) -> None:
+        """A new task: its diffs start afresh, and what fails now is not its doing."""
+        if live:
             self.diffs, self.reviewed = [], 0
             self.failing_at_start = set(self._test_status().get("failing", []))
-        elif event.get("type") == "file_edited" and event.get("agent") == "main":
-            self.diffs.append((str(event.get("path")), str(event.get("diff", ""))))
+
+    def on_workspace_edit(self, event: FileEdited, *, live: bool) -> None:
+        """Keep the main agent's diffs as they are recorded (no inbox: nothing may be missed)."""
+        if live and event.agent == "main":
+            self.diffs.append((event.path, event.diff))
 
     async def run(self) -> None:
-        """Nothing to do between reviews: ``notify`` keeps the diffs."""
+        """Nothing to do between reviews: ``on_workspace_edit`` keeps the diffs."""
         self.state = "watching"
         self.ready.set()
         await anyio.sleep_forever()
@@ -81,5 +85,5 @@ class Reviewer(BackgroundAgent):
         self.state = f"reviewed {len(new)} edit(s), {len(findings)} finding(s)"
         self.last_activity_at = time.time()
         if findings:
-            self.record("review", edits=len(new), findings=findings)
+            self.record(Review(edits=len(new), findings=findings))
         return findings[:20]

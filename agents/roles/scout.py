@@ -16,8 +16,9 @@ from typing import Any
 
 import anyio
 
+from ..core.events import AgentSpawned, AnyEvent, RepoMap, UserMessage
 from ..recorder import Recorder
-from .base import BackgroundAgent, is_workspace_edit
+from .base import BackgroundAgent
 
 _SYMBOL = re.compile(r"^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)", re.M)
 
@@ -44,29 +45,31 @@ class Scout(BackgroundAgent):
         self._asking = anyio.Lock()
         self._spawned = False
 
-    def restore(self, event: dict[str, Any]) -> None:
+    def restore(self, event: AnyEvent) -> None:
         """A model-driven scout keeps its conversation across a restart."""
+        super().restore(event)
         if self.agent is not None:
             self.agent.history.apply(event)
-            if event.get("type") == "agent_spawned" and event.get("agent") == self.agent_id:
-                self._spawned = True
+
+    def on_own_spawn(self, event: AgentSpawned, *, live: bool) -> None:
+        """Its prompt and tools are logged once per session."""
+        if self.agent is not None:
+            self._spawned = True
 
     async def run(self) -> None:
         """Map the repository (``repo_map``), then rescan each file edited in the workspace."""
         self.state = "mapping"
         await anyio.to_thread.run_sync(self._build_map)
         tests = [f for f in self.files if is_test(f)]
-        self.record("repo_map", files=len(self.files), python_symbols=sum(len(v) for v in self.symbols.values()),
-                    test_files=tests[:50])
+        self.record(RepoMap(files=len(self.files), python_symbols=sum(len(v) for v in self.symbols.values()),
+                            test_files=tests[:50]))
         self.ready.set()
         self.state = "watching"
-        async for event in self._inbox:
-            if is_workspace_edit(event):
-                path = str(event.get("path", ""))
-                if path not in self.files:
-                    self.files.append(path)
-                await anyio.to_thread.run_sync(self._scan, path)
-                self.last_activity_at = time.time()
+        async for event in self._inbox:  # workspace edits only
+            if event.path not in self.files:
+                self.files.append(event.path)
+            await anyio.to_thread.run_sync(self._scan, event.path)
+            self.last_activity_at = time.time()
 
     def _build_map(self) -> None:
         from musec.agents.tools.search import find_ripgrep
@@ -121,10 +124,10 @@ class Scout(BackgroundAgent):
         async with self._asking:
             self.state = "answering"
             if not self._spawned:  # its prompt and tools, for replay
-                self.record("agent_spawned", role="scout", model=self.agent.provider.model,
-                            system_prompt=self.agent.system_prompt, tools=list(self.agent.tools), sync=True)
+                self.record(AgentSpawned(role="scout", model=self.agent.provider.model,
+                                         system_prompt=self.agent.system_prompt, tools=list(self.agent.tools)))
                 self._spawned = True
-            self.record("user_message", text=question, sync=True)
+            self.record(UserMessage(text=question))
             outcome = await self.agent.run()
             self.state = "watching"
             if outcome.exit_reason != "finished":

@@ -21,13 +21,14 @@ from typing import Any
 
 import anyio
 
+from ..core.events import UNSET, AgentMessage, BaselineSnapshot, FileEdited, TestRun
 from ..recorder import Recorder
 from ..tools.untrusted import mark_untrusted
-from .base import BackgroundAgent, is_workspace_edit
+from .base import BackgroundAgent
 
 DEBOUNCE_S = 0.3
 TEST_TIMEOUT_S = 600.0
-_BASELINE_DONE = {"type": "verifier_baseline_done"}  # put in its own inbox; never logged
+_BASELINE_DONE = object()  # put in its own inbox beside the edits; never logged
 
 
 class Verifier(BackgroundAgent):
@@ -59,21 +60,28 @@ class Verifier(BackgroundAgent):
         self._told: set[str] = set()  # escalated from narrowed runs before the baseline was known
         self._full_due = False
 
-    def restore(self, event: dict[str, Any]) -> None:
-        """The last test run before a restart is the baseline to compare with; an edit
-        after it (the daemon stopped before the run) is tested as soon as it resumes."""
-        if event.get("type") == "baseline_snapshot" and event.get("agent") == self.agent_id:
-            folder = Path(str(event.get("path", "")))
-            self.snapshot = folder if folder.is_dir() else None  # kept by a daemon that stopped
-        elif event.get("type") == "test_run" and event.get("agent") == self.agent_id and not event.get("narrowed"):
-            failing = set(event.get("failing_tests", []))
+    def on_own_baseline_snapshot(self, event: BaselineSnapshot, *, live: bool) -> None:
+        """On resume, the copy a daemon that stopped kept is where the baseline runs."""
+        if not live:
+            folder = Path(event.path)
+            self.snapshot = folder if folder.is_dir() else None
+
+    def on_own_test_run(self, event: TestRun, *, live: bool) -> None:
+        """On resume, the last full test run before the restart is the baseline to compare with."""
+        if not live and not event.narrowed:
+            failing = set(event.failing_tests)
             self.known_failing = failing
-            if event.get("trigger") == "baseline":
+            if event.trigger == "baseline":
                 self.baseline_failing = set(failing)
-            self.last_run = {"passed": event.get("passed"), "failing": sorted(failing), "output_tail": ""}
+            self.last_run = {"passed": event.passed, "failing": sorted(failing), "output_tail": ""}
             self.pending_edit = False
-        elif is_workspace_edit(event):
-            self.changed.add(str(event.get("path", "")))
+
+    def on_workspace_edit(self, event: FileEdited, *, live: bool) -> None:
+        """Live, to the inbox; on resume, an edit after the last test run (the daemon
+        stopped before the run) is tested as soon as the session resumes."""
+        super().on_workspace_edit(event, live=live)
+        if not live:
+            self.changed.add(event.path)
             self.pending_edit = True
 
     async def run(self) -> None:
@@ -112,7 +120,7 @@ class Verifier(BackgroundAgent):
             self.snapshot = folder
             # Logged, so a session resumed after a crash takes its baseline on the same copy
             # (the workspace holds the edits by then).
-            self.record("baseline_snapshot", path=str(folder))
+            self.record(BaselineSnapshot(path=str(folder)))
         else:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -145,20 +153,17 @@ class Verifier(BackgroundAgent):
         if self.pending_edit:
             await self._check(command)
         self.state = "watching" if self.known_failing is not None else "baseline"
-        async for event in self._inbox:
+        async for event in self._inbox:  # the workspace's edits, and the end of the baseline
             if event is _BASELINE_DONE:
                 if self._full_due:
                     await self._check(command)
-                continue
-            if not is_workspace_edit(event) and not self.overflowed:
                 continue
             self._note_edit(event)
             await self._settle()
             await self._check(command)
 
-    def _note_edit(self, event: dict[str, Any]) -> None:
-        if is_workspace_edit(event):
-            self.changed.add(str(event.get("path", "")))
+    def _note_edit(self, event: FileEdited) -> None:
+        self.changed.add(event.path)
 
     async def _check(self, command: Any) -> None:
         """Run the tests and escalate failures that were not there before: the narrowed
@@ -203,7 +208,7 @@ class Verifier(BackgroundAgent):
         tail = (self.last_run or {}).get("output_tail", "")[-1500:]
         body = (f"New test failures after the latest edits ({len(new)}):\n" + mark_untrusted("tests", names)
                 + f"\nCommand: {command}. Output tail:\n" + mark_untrusted("tests", tail))
-        self.record("agent_message", to="main", **{"from": self.agent_id}, priority="high", body=body, sync=True)
+        self.record(AgentMessage(to="main", from_=self.agent_id, priority="high", body=body))
 
     async def _settle(self) -> None:
         """Wait until no edit has come for ``DEBOUNCE_S`` (a baseline ending meanwhile is
@@ -211,7 +216,7 @@ class Verifier(BackgroundAgent):
         while True:
             with anyio.move_on_after(DEBOUNCE_S) as scope:
                 async for event in self._inbox:
-                    if is_workspace_edit(event):
+                    if isinstance(event, FileEdited):
                         self._note_edit(event)
                         break
             if scope.cancelled_caught:
@@ -235,9 +240,9 @@ class Verifier(BackgroundAgent):
             self.last_run = {"passed": result.passed, "failing": sorted(failing), "output_tail": result.output[-2000:]}
         if post:
             self._post(failing, failing if trigger == "baseline" else (self.baseline_failing or set()))
-        extra = {"narrowed": True} if narrowed else {}
-        self.record("test_run", trigger=trigger, command=str(command), passed=result.passed, exit_status=result.exit_status,
-                    failing_tests=sorted(failing), duration_s=round(result.duration_s, 3), **extra)
+        self.record(TestRun(trigger=trigger, command=str(command), passed=result.passed, exit_status=result.exit_status,
+                            failing_tests=sorted(failing), duration_s=round(result.duration_s, 3),
+                            narrowed=True if narrowed else UNSET))
         return failing
 
     async def answer(self, question: str) -> str:

@@ -8,7 +8,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
+from ..core.faults import NO_FAULTS, Faults
 
 Access = Literal["read", "write", "execute"]
 
@@ -68,6 +69,7 @@ class ToolContext(msgspec.Struct):
         max_output_bytes: cap on what the model sees of a command's output.
         agent_id: the agent whose call this is.
         blackboard: the session's shared blackboard; file reads go through it when set.
+        faults: the crash points of restart-safety tests (``NO_FAULTS`` outside them).
     """
 
     workspace: Path
@@ -78,6 +80,7 @@ class ToolContext(msgspec.Struct):
     max_output_bytes: int = 30_000
     agent_id: str = "main"
     blackboard: Any = None  # agents.blackboard.Blackboard shared by the session's agents
+    faults: Faults = NO_FAULTS
 
 
 class ToolInputError(ValueError):

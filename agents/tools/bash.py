@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
 from .base import Access, SandboxPolicy, ToolContext, ToolInputError, ToolOutput
 from .common import error_output, get_number, get_str
 from .errors import SandboxUnavailable
@@ -96,13 +96,20 @@ class BashTool:
         except SandboxUnavailable as exc:
             return error_output(f"the command did not run: {exc}")
         output = OutputBuffer(ctx.max_output_bytes)
+        sink = output.feed
+        if ctx.faults.armed("during_tool"):  # a restart test: die once the command has printed
+
+            def sink(chunk: bytes) -> None:
+                output.feed(chunk)
+                ctx.faults.crash_at("during_tool")
+
         try:
             done = await run_process_group(
                 argv,
                 cwd=ctx.workspace,
                 env=env,
                 timeout_s=timeout_s,
-                sink=output.feed,
+                sink=sink,
                 kill_grace_s=self._kill_grace_s,
             )
         except OSError as exc:

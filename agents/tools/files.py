@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
 from .base import Access, FileEdit, ToolContext, ToolInputError, ToolOutput
 from .common import get_bool, get_int, get_str, refuse_if_read_only, run_in_thread
 from .errors import BinaryFile, FileTooLarge
@@ -197,7 +197,7 @@ class WriteFileTool:
         before = path.read_bytes() if path.exists() else None
         data = content.encode("utf-8")
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, data)
+        atomic_write(path, data, ctx.faults)
         if before is None:
             diff = unified_diff(None, content, name)
         else:
@@ -276,7 +276,7 @@ class EditFileTool:
             raise ToolInputError(
                 "the edit changes nothing once line endings are matched to the file"
             )
-        atomic_write(path, new_data)
+        atomic_write(path, new_data, ctx.faults)
         edit = FileEdit(
             path=name,
             before_sha256=sha256_hex(data),

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..faults import crash_at
+from ..core.faults import NO_FAULTS, Faults
 from .errors import BinaryFile, EditNotFound, EditNotUnique
 
 __all__ = [
@@ -259,12 +259,13 @@ def _default_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, faults: Faults = NO_FAULTS) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory + rename.
 
     An existing file's permission bits are kept; a new file gets 0o666 less the umask.
     Readers see either the old or the new content, never a mix; on failure the old file
-    is untouched and the temporary file removed.
+    is untouched and the temporary file removed. ``faults`` holds the ``mid_edit`` crash
+    point of the restart tests.
 
     Raises:
         OSError: the directory is not writable, the disk is full, ...
@@ -280,7 +281,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
-        crash_at("mid_edit")
+        faults.crash_at("mid_edit")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -23,6 +23,18 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
+from ..core.events import (
+    AgentMessage,
+    AgentSpawned,
+    AnyEvent,
+    Conflict,
+    ConflictFile,
+    Integration,
+    UserMessage,
+    WorkerFinished,
+    WorkerSpawned,
+)
+
 if TYPE_CHECKING:
     from ..recorder import Recorder
     from ..tools.base import ToolOutput
@@ -72,7 +84,7 @@ class FanOut:
     """
 
     def __init__(self, recorder: Recorder, repo: Path, state_dir: Path, make_agent: AgentFactory,
-                 agents: MutableMapping[str, Any], logged_events: Callable[[], Iterable[dict[str, Any]]],
+                 agents: MutableMapping[str, Any], logged_events: Callable[[], Iterable[AnyEvent]],
                  wrap: Callable[[list[str], Path], list[str]] | None = None) -> None:
         self.recorder = recorder
         self.repo = repo
@@ -101,23 +113,24 @@ class FanOut:
         except WorkerError as exc:
             return ToolOutput(content=f"spawn_workers: {exc}", is_error=True)
         for task, tree in zip(tasks, trees, strict=True):
-            s.record("worker_spawned", sync=True, worker=task["name"], instruction=task["instruction"],
-                     branch=tree.branch, path=str(tree.path), base_commit=base.commit, base_head=base.head,
-                     base_branch=base.branch, snapshot=base.snapshot, dirty_paths=list(base.dirty_paths))
+            s.record(WorkerSpawned(worker=task["name"], instruction=task["instruction"],
+                                   branch=tree.branch, path=str(tree.path), base_commit=base.commit, base_head=base.head,
+                                   base_branch=base.branch, snapshot=base.snapshot, dirty_paths=list(base.dirty_paths)))
         specs = [WorkerSpec(t["name"], t["instruction"], tree.path, tree.branch) for t, tree in zip(tasks, trees, strict=True)]
         base_fields = {"base_commit": base.commit, "base_head": base.head, "base_branch": base.branch, "snapshot": base.snapshot}
         return ToolOutput(content=await self.run_and_integrate(specs, base_fields, note=base.note), is_error=False)
 
-    async def resume_from_log(self, spawned: list[dict[str, Any]], finished: set[str]) -> None:
+    async def resume_from_log(self, spawned: list[WorkerSpawned], finished: set[str]) -> None:
         """Go on with a fan-out a restart cut off: the unfinished workers continue from their
         logged histories, then everything is integrated and the main agent is told."""
-        specs = [WorkerSpec(ev["worker"], ev.get("instruction", ""), Path(ev["path"]), ev["branch"],
-                            done=ev["worker"] in finished, resume=True) for ev in spawned]
+        specs = [WorkerSpec(ev.worker, ev.instruction, Path(ev.path), ev.branch,
+                            done=ev.worker in finished, resume=True) for ev in spawned]
         first = spawned[0]
-        base_fields = {k: first.get(k) for k in ("base_commit", "base_head", "base_branch", "snapshot")}
+        base_fields = {"base_commit": first.base_commit, "base_head": first.base_head,
+                       "base_branch": first.base_branch, "snapshot": first.snapshot}
         summary = await self.run_and_integrate(specs, base_fields, note="the fan-out was resumed after a restart")
-        self.recorder.record("agent_message", agent="fanout", to="main", **{"from": "fanout"}, priority="high",
-                             body="The fan-out cut off by the restart has finished:\n" + summary, sync=True)
+        self.recorder.record(AgentMessage(agent="fanout", to="main", from_="fanout", priority="high",
+                                          body="The fan-out cut off by the restart has finished:\n" + summary))
 
     async def run_and_integrate(self, specs: list[WorkerSpec], base_fields: dict[str, Any], note: str) -> str:
         """Run the workers, commit each branch, integrate and test; the report's text."""
@@ -137,9 +150,9 @@ class FanOut:
             reason = outcome.exit_reason if outcome else "error"
             commit = await anyio.to_thread.run_sync(functools.partial(
                 commit_all, spec.path, f"musec worker {spec.name}: {spec.instruction[:60]}"))
-            self.recorder.record("worker_finished", worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
-                                 result=(outcome.result if outcome else "")[:2000],
-                                 message=(outcome.message if outcome else "")[:500])
+            self.recorder.record(WorkerFinished(worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
+                                                result=(outcome.result if outcome else "")[:2000],
+                                                message=(outcome.message if outcome else "")[:500]))
             lines.append(f"worker {spec.name}: {reason}{', committed ' + commit[:12] if commit else ', no changes'} on {spec.branch}"
                          + (f" — {outcome.result.strip()[:300]}" if outcome and outcome.result.strip() else ""))
         lines.extend(await self._integrate([spec.branch for spec in specs], base_fields))
@@ -155,14 +168,15 @@ class FanOut:
         result = await integrate(self.repo, self.state_dir, s.id, str(base_fields["base_commit"]), branches,
                                  test_command, timeout_s=INTEGRATION_TEST_TIMEOUT_S, wrap=self.wrap)
         tests = result.tests
-        s.record("integration", sync=True, branch=result.merge.branch, head=result.merge.head, **base_fields,
-                 merged=[m.branch for m in result.merge.merged],
-                 conflicts=[{"branch": c.branch, "files": [{"path": f.path, "ours": f.ours, "theirs": f.theirs}
-                                                           for f in c.files]} for c in result.merge.conflicts],
-                 test_command=str(result.test_command) if result.test_command else None,
-                 tests_passed=tests.passed if tests else None,
-                 failing_tests=list(tests.failing_tests) if tests else [],
-                 test_output=tests.output[-4000:] if tests else "", ok=result.ok)
+        s.record(Integration(
+            branch=result.merge.branch, head=result.merge.head, **base_fields,
+            merged=[m.branch for m in result.merge.merged],
+            conflicts=[Conflict(c.branch, [ConflictFile(f.path, f.ours, f.theirs) for f in c.files])
+                       for c in result.merge.conflicts],
+            test_command=str(result.test_command) if result.test_command else None,
+            tests_passed=tests.passed if tests else None,
+            failing_tests=list(tests.failing_tests) if tests else [],
+            test_output=tests.output[-4000:] if tests else "", ok=result.ok))
         lines = [result.summary()]
         if result.ok:
             lines.append(f"The integrated result is on {result.merge.branch}; the person brings it home with `musec apply {s.id}`.")
@@ -179,15 +193,15 @@ class FanOut:
                                     WORKER_PROMPT.format(name=spec.name, path=spec.path, branch=spec.branch))
             if spec.resume:
                 for ev in self.logged_events():
-                    if ev.get("type") == "agent_spawned" and ev.get("agent") == agent_id:
-                        agent.system_prompt = ev.get("system_prompt", agent.system_prompt)
+                    if isinstance(ev, AgentSpawned) and ev.agent == agent_id:
+                        agent.system_prompt = ev.system_prompt
                     agent.history.apply(ev)
                 self.agents[agent_id] = agent
             else:
                 self.agents[agent_id] = agent
-                self.recorder.record("agent_spawned", agent=agent_id, role="worker", workspace=str(spec.path),
-                                     system_prompt=agent.system_prompt, tools=list(agent.tools), sync=True)
-                self.recorder.record("user_message", agent=agent_id, text=spec.instruction, sync=True)
+                self.recorder.record(AgentSpawned(agent=agent_id, role="worker", workspace=str(spec.path),
+                                                  system_prompt=agent.system_prompt, tools=list(agent.tools)))
+                self.recorder.record(UserMessage(agent=agent_id, text=spec.instruction))
             with anyio.move_on_after(WORKER_TIME_LIMIT_S) as scope:
                 outcomes[spec.name] = await agent.run()
             if scope.cancelled_caught:

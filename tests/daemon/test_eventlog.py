@@ -14,6 +14,15 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from musec.agents.core.conversation import TextBlock, ToolCallBlock
+from musec.agents.core.events import (
+    ModelResponse,
+    SessionEnded,
+    SessionStarted,
+    ToolFinished,
+    ToolStarted,
+    UserMessage,
+)
 from musec.daemon.errors import LogCorrupt, SessionLocked
 from musec.daemon.eventlog import (
     EventLog,
@@ -34,9 +43,9 @@ FAKE_KEY = "sk-ant-api03-" + "A1b2C3d4" * 6
 def _write_log(path: Path, n: int = 5) -> list[bytes]:
     elog = EventLog.create(path)
     try:
-        elog.append("session_started", workspace="/w", model="m", sync=True)
+        elog.append(SessionStarted(workspace="/w", model="m"))
         for i in range(1, n):
-            elog.append("tool_started", call_id=f"c{i}", input={"n": i, "text": "é\n\"x\""})
+            elog.append(ToolStarted(call_id=f"c{i}", input={"n": i, "text": "é\n\"x\""}))
     finally:
         elog.close()
     return read_lines(path)
@@ -78,14 +87,14 @@ def test_seq_counts_from_zero_and_the_chain_verifies(tmp_path: Path) -> None:
 
 def test_line_format(tmp_path: Path) -> None:
     elog = EventLog.create(tmp_path / "s.jsonl")
-    seq, line = elog.append("user_message", agent="worker:a", text="hi")
+    written, line = elog.append(UserMessage(agent="worker:a", text="hi"))
     elog.close()
     event = json.loads(line)
-    assert seq == 0
-    assert list(event)[:4] == ["seq", "ts", "agent", "type"]
+    assert written.seq == 0
+    assert list(event) == ["seq", "ts", "agent", "type", "text", "h"]
     assert event["agent"] == "worker:a" and event["type"] == "user_message" and event["text"] == "hi"
-    assert isinstance(event["ts"], float)
-    assert read_events(tmp_path / "s.jsonl") == [event]
+    assert isinstance(event["ts"], float) and event["ts"] == written.ts
+    assert read_events(tmp_path / "s.jsonl") == [written]
 
 
 def test_create_refuses_an_existing_file(tmp_path: Path) -> None:
@@ -99,7 +108,7 @@ def test_reopen_continues_the_chain(tmp_path: Path) -> None:
     _write_log(path, 3)
     elog, report = EventLog.open(path)
     assert report.events == 3 and report.torn_bytes == 0 and report.torn_path is None
-    assert elog.append("session_ended", exit_reason="finished")[0] == 3
+    assert elog.append(SessionEnded(exit_reason="finished"))[0].seq == 3
     elog.close()
     elog.close()  # idempotent
     assert verify(path).ok and verify(path).events == 4
@@ -112,7 +121,7 @@ def test_open_an_empty_log(tmp_path: Path) -> None:
     assert not report.ok and any("empty" in problem for problem in report.problems)
     elog, opened = EventLog.open(path)
     assert opened.events == 0
-    elog.append("session_started")
+    elog.append(SessionStarted())
     elog.close()
     assert verify(path).ok
 
@@ -200,12 +209,12 @@ def test_a_torn_tail_is_cut_kept_and_appending_goes_on(log_bytes: bytes, cut: in
         assert report.events == len(lines) - 1
         assert torn_path.read_bytes() == torn + b"\n"
         assert path.read_bytes() == whole
-        seq, _ = elog.append("user_message", text="after the crash")
+        written, _ = elog.append(UserMessage(text="after the crash"))
         elog.close()
-        assert seq == len(lines) - 1
+        assert written.seq == len(lines) - 1
         report = verify(path)
         assert report.ok and report.events == len(lines)
-        assert read_events(path)[-1]["text"] == "after the crash"
+        assert read_events(path)[-1] == written
     finally:
         path.unlink()
         torn_path.unlink(missing_ok=True)
@@ -216,7 +225,7 @@ def test_a_log_that_is_only_a_torn_line(tmp_path: Path) -> None:
     path.write_bytes(b'{"seq":0,"ts":1')
     elog, report = EventLog.open(path)
     assert report.events == 0 and report.torn_bytes == 15
-    elog.append("session_started")
+    elog.append(SessionStarted())
     elog.close()
     assert verify(path).ok
 
@@ -271,13 +280,13 @@ def test_first_and_last(tmp_path: Path) -> None:
 def test_a_second_open_in_this_process_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     elog = EventLog.create(path)
-    elog.append("session_started")
+    elog.append(SessionStarted())
     try:
         for _ in range(3):  # and refusing does not leak or double-close descriptors
             with pytest.raises(SessionLocked):
                 EventLog.open(path)
         assert os.fstat(elog._fd)  # our descriptor is still ours
-        elog.append("user_message", text="still writing")
+        elog.append(UserMessage(text="still writing"))
     finally:
         elog.close()
     EventLog.open(path)[0].close()  # free again
@@ -334,9 +343,10 @@ def test_secrets_and_key_shapes_never_reach_the_file(tmp_path: Path) -> None:
     secret = "hunter2-hunter2-very-secret"
     elog = EventLog.create(path, secrets=[secret, "short"])
     elog.redact.add(["added-later-secret"])
-    elog.append("tool_finished", output=f"key={secret} and {FAKE_KEY}", nested={"k": [secret]})
-    elog.append("user_message", text="openai sk-proj-" + "x" * 40, **{secret: "as a key"})
-    elog.append("user_message", text="added-later-secret; short stays")
+    elog.append(ToolFinished(call_id="c1", content=f"key={secret} and {FAKE_KEY}"))
+    elog.append(ToolStarted(call_id="c2", input={"nested": {"k": [secret]}, secret: "as a key"}))
+    elog.append(UserMessage(text="openai sk-proj-" + "x" * 40))
+    elog.append(UserMessage(text="added-later-secret; short stays"))
     elog.close()
     data = path.read_bytes()
     for needle in (secret, FAKE_KEY, "sk-proj-", "added-later-secret", "sk-ant-"):
@@ -353,25 +363,24 @@ def test_secrets_and_key_shapes_never_reach_the_file(tmp_path: Path) -> None:
 def test_redaction_respects_json_escapes(tmp_path: Path, secret: str, text: str) -> None:
     path = tmp_path / "s.jsonl"
     elog = EventLog.create(path, secrets=[secret])
-    elog.append("user_message", text=text)
+    elog.append(UserMessage(text=text))
     elog.close()
     assert verify(path).ok
     (event,) = read_events(path)
-    assert secret not in event["text"]
+    assert secret not in event.text
 
 
 def test_structs_in_fields_are_encoded_and_redacted(tmp_path: Path) -> None:
-    class Block(msgspec.Struct, tag="text", tag_field="type"):
-        text: str
-        data: bytes = b""
-
     path = tmp_path / "s.jsonl"
     elog = EventLog.create(path, secrets=["the-secret-value"])
-    _, line = elog.append("model_response", content=[Block("ok the-secret-value", b"\x00\x01")], n=(1, 2))
+    blocks = [TextBlock("ok the-secret-value"), ToolCallBlock("t1", "bash", {"command": "echo the-secret-value"})]
+    written, line = elog.append(ModelResponse(content=blocks))
     elog.close()
     event = json.loads(line)
-    assert event["content"] == [{"type": "text", "text": "ok [REDACTED]", "data": "AAE="}]
-    assert event["n"] == [1, 2]
+    assert event["content"][0] == {"type": "text", "text": "ok [REDACTED]"}
+    assert event["content"][1]["input"] == {"command": "echo [REDACTED]"}
+    # The event the caller keeps is not redacted: what runs is what the model asked for.
+    assert written.content == blocks
     assert verify(path).ok
 
 
@@ -385,12 +394,12 @@ def test_any_secret_is_redacted_and_the_log_stays_valid(tmp_path: Path, secret: 
     path = Path(name)
     path.unlink()
     elog = EventLog.create(path, secrets=[secret])
-    elog.append("tool_finished", output=before + secret + after)
+    elog.append(ToolFinished(call_id="c", content=before + secret + after))
     elog.close()
     data = path.read_bytes()
     assert verify(path).ok
     (event,) = read_events(path)
-    assert secret not in event["output"]
+    assert isinstance(event, ToolFinished) and secret not in event.content
     assert secret.encode() not in data and msgspec.json.encode(secret)[1:-1] not in data
 
 
@@ -399,6 +408,7 @@ def test_any_secret_is_redacted_and_the_log_stays_valid(tmp_path: Path, secret: 
 _FULL_DISK = textwrap.dedent("""
     import errno, resource, signal, sys
     from pathlib import Path
+    from musec.agents.core.events import ToolFinished, ToolStarted
     from musec.daemon.eventlog import EventLog
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     path = Path(sys.argv[1])
@@ -408,7 +418,9 @@ _FULL_DISK = textwrap.dedent("""
     failures = 0
     for i in range(20):
         try:
-            elog.append("tool_finished", sync=i % 2 == 0, output="y" * 100)
+            kind = ToolStarted if i % 2 == 0 else ToolFinished  # write-ahead and group-committed
+            elog.append(kind(call_id=f"c{i}", content="y" * 100) if kind is ToolFinished
+                        else kind(call_id=f"c{i}", input={"y": "y" * 100}))
         except OSError as exc:
             assert exc.errno in (errno.EFBIG, errno.ENOSPC), exc
             failures += 1
@@ -432,6 +444,6 @@ def test_a_failed_write_leaves_whole_lines(tmp_path: Path, room: int) -> None:
     assert report.ok and report.events == next_seq == 2 + 20 - failures
     elog, opened = EventLog.open(path)  # and the log goes on after the disk has room again
     assert opened.torn_bytes == 0
-    elog.append("session_ended")
+    elog.append(SessionEnded())
     elog.close()
     assert verify(path).ok

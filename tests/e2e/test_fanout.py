@@ -180,10 +180,10 @@ def test_a_crash_mid_fan_out_strands_no_work(musec: Musec, tmp_path: Path) -> No
         "turns": [[{"tool": "spawn_workers", "input": {"tasks": tasks}}], [{"text": "done"}]],
         "agents": {"worker:fast": {"turns": [[{"tool": "write_file", "input": {"path": "fast.txt", "content": "fast\n"}}],
                                              [{"text": "wrote it"}]]},
-                   "worker:slow": {"turns": [[{"tool": "bash", "input": {"command": "sleep 5"}}], [{"text": "slept"}]]}},
+                   "worker:slow": {"turns": [[{"tool": "bash", "input": {"command": "echo started; sleep 5"}}], [{"text": "slept"}]]}},
     }))
     crashed = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=repo,
-                    env={"MUSEC_CRASH_AT": "during_tool"})
+                    env={"MUSEC_CRASH_AT": "during_tool"})  # when slow prints "started"
     assert crashed.returncode == 5, crashed.stdout + crashed.stderr
     sid = crashed.stderr.split("musec run --resume ")[1].split("`")[0]
     resumed = musec("run", "--resume", sid, cwd=repo)

@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from musec.agents.faults import POINTS
+from musec.agents.core.faults import POINTS
 
 from tests.conftest import BUGGY, FIXED, LIBRARY, Musec
 
-SLOW = "echo run1 >> effects.log; sleep 1; echo late >> effects.log"
+SLOW = "echo run1 >> effects.log; echo started; sleep 1; echo late >> effects.log"  # prints once it has run1
 
 
 def _script(tmp_path: Path) -> Path:
