@@ -18,10 +18,11 @@ ignored, so a newer log still decodes here. A field that only some events of a t
 is ``UNSET`` when absent, and is then left out of the line (never written as ``null``).
 
 Adding an event type means: a Struct here, a member of ``AnyEvent``, a decision in
-``persistence``, and a case in every fold (``History.apply``, the session counters, the
-resume state, the projections, the fan-out state, the background roles); each of those is
-a ``match`` ending in ``assert_never``, so a type left out fails type checking and
-``tests/agents/core/test_events.py``.
+``persistence``, and a case in every fold (``History.apply``, the session's ``Counters``,
+``ResumeState``, ``FanoutState``, the agents/workers/costs views of
+``daemon/projections.py``, ``BackgroundAgent.fold``); each of those is
+a ``match`` ending in ``assert_never``, so a type left out fails type checking and the
+tests (``tests/agents/core/test_events.py``, ``tests/daemon/test_folds.py``).
 """
 
 from __future__ import annotations
