@@ -61,8 +61,7 @@ def folds() -> Iterator[dict[str, Callable[[Any], None]]]:
     assert sorted(found) == sorted(FOLDS)
     yield found
     for role in roles.values():
-        role._send.close()
-        role._inbox.close()
+        role.close()
 
 
 @pytest.mark.parametrize("fold", FOLDS)

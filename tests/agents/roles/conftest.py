@@ -3,9 +3,9 @@ protocol the roles take, not a stand-in for the session) and both event loops.""
 
 from __future__ import annotations
 
-from typing import Any
-
+import msgspec
 import pytest
+from musec.agents.core.events import AnyEvent, event_type
 
 
 @pytest.fixture(
@@ -23,15 +23,15 @@ class EventList:
 
     def __init__(self, session_id: str = "18f0c0ffee-abc123") -> None:
         self.id = session_id
-        self.events: list[dict[str, Any]] = []
+        self.events: list[AnyEvent] = []
 
-    def record(self, type: str, *, agent: str = "main", sync: bool = False, **fields: Any) -> dict[str, Any]:
-        event = {"seq": len(self.events), "agent": agent, "type": type, **fields}
+    def record(self, event: AnyEvent) -> AnyEvent:
+        event = msgspec.structs.replace(event, seq=len(self.events))
         self.events.append(event)
         return event
 
-    def of_type(self, type: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["type"] == type]
+    def of_type(self, type: str) -> list[AnyEvent]:
+        return [e for e in self.events if event_type(e) == type]
 
 
 @pytest.fixture

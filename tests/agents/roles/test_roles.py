@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from musec.agents.blackboard import Blackboard
+from musec.agents.core.events import AgentFailed, FileEdited, TestRun, ToolStarted, UserMessage
 from musec.agents.roles import ROLES, BackgroundAgent, Reviewer, Scout, Verifier, make_roles
 
 pytestmark = pytest.mark.anyio
@@ -23,29 +24,29 @@ def closing() -> Any:
         role.close()
 
 
-def _edit(path: str, added: list[str], agent: str = "main") -> dict[str, Any]:
+def _edit(path: str, added: list[str], agent: str = "main") -> FileEdited:
     diff = f"--- a/{path}\n+++ b/{path}\n@@ -1 +1,{len(added)} @@\n" + "".join(f"+{line}\n" for line in added)
-    return {"type": "file_edited", "agent": agent, "path": path, "diff": diff}
+    return FileEdited(agent=agent, path=path, diff=diff)
 
 
 async def test_reviewer_finds_what_the_turn_added_and_only_once(recorder, closing, tmp_path: Path) -> None:
     board = Blackboard()
     reviewer = Reviewer(recorder, board, tmp_path)
     closing(reviewer)
-    reviewer.notify({"type": "user_message", "agent": "main", "text": "fix it"})
+    reviewer.notify(UserMessage(text="fix it"))
     reviewer.notify(_edit("app.py", ["x = 1  # TODO tidy", "breakpoint()", "y = 2"]))
     reviewer.notify(_edit("other.py", ["# TODO in a worker's tree"], agent="worker:a"))  # not the main agent's
     findings = await reviewer.review()
     assert findings == ["app.py: a new TODO/FIXME: `x = 1  # TODO tidy`", "app.py: a debugger call left in: `breakpoint()`"]
     [review] = recorder.of_type("review")
-    assert review["agent"] == "reviewer" and review["edits"] == 1 and review["findings"] == findings
+    assert review.agent == "reviewer" and review.edits == 1 and review.findings == findings
     assert await reviewer.review() == []  # nothing new since
     assert len(recorder.of_type("review")) == 1
 
     board.facts["test_status"] = {"passed": False, "failing": ["tests/test_app.py::test_x"]}
     reviewer.notify(_edit("app.py", ["z = 3"]))
     assert await reviewer.review() == ["the verifier's last test run has new failures: tests/test_app.py::test_x"]
-    reviewer.notify({"type": "user_message", "agent": "main", "text": "next task"})  # a new task starts clean
+    reviewer.notify(UserMessage(text="next task"))  # a new task starts clean
     assert reviewer.diffs == [] and await reviewer.review() == []
 
 
@@ -66,8 +67,8 @@ async def test_scout_maps_the_repository_and_answers_from_the_map(recorder, clos
             await scout.ready.wait()
         tg.cancel_scope.cancel()
     [repo_map] = recorder.of_type("repo_map")
-    assert repo_map["agent"] == "scout" and repo_map["files"] == 3 and repo_map["python_symbols"] == 3
-    assert repo_map["test_files"] == ["tests/test_widgets.py"]
+    assert repo_map.agent == "scout" and repo_map.files == 3 and repo_map.python_symbols == 3
+    assert repo_map.test_files == ["tests/test_widgets.py"]
     answer = await scout.answer("Where is find_widget defined?")
     assert "pkg/widgets.py: async def find_widget" not in answer  # the map keeps ``def``/``class`` and the name
     assert "pkg/widgets.py: def find_widget" in answer and "tests in: tests/test_widgets.py" in answer
@@ -78,7 +79,7 @@ async def test_verifier_picks_up_from_the_log_of_a_resumed_session(recorder, clo
     verifier = Verifier(recorder, Blackboard(), tmp_path)
     closing(verifier)
     assert (await verifier.answer("status?")) == "verifier: no test run yet (starting)"
-    verifier.restore({"type": "test_run", "agent": "verifier", "passed": False, "failing_tests": ["t::a", "t::b"]})
+    verifier.restore(TestRun(agent="verifier", passed=False, failing_tests=["t::a", "t::b"]))
     assert verifier.known_failing == {"t::a", "t::b"} and not verifier.pending_edit
     verifier.restore(_edit("app.py", ["x"], agent="worker:w"))  # in a worktree: not the workspace
     assert not verifier.pending_edit
@@ -104,8 +105,7 @@ async def test_a_failing_role_is_reported_and_restarted(recorder, closing, tmp_p
         await role.supervise()
     assert role.runs == 2 and role.ready.is_set()
     [failed] = recorder.of_type("agent_failed")
-    assert failed == {"seq": 0, "agent": "flaky", "type": "agent_failed", "role": "flaky",
-                      "error": "RuntimeError: boom", "retry_in_s": 1.0}
+    assert failed == AgentFailed(seq=0, agent="flaky", role="flaky", error="RuntimeError: boom", retry_in_s=1.0)
 
 
 async def test_a_full_inbox_is_noted_not_blocking(recorder, closing, tmp_path: Path) -> None:
@@ -113,10 +113,13 @@ async def test_a_full_inbox_is_noted_not_blocking(recorder, closing, tmp_path: P
 
     verifier = Verifier(recorder, None, tmp_path)
     closing(verifier)
+    for n in range(INBOX_EVENTS):
+        verifier.notify(ToolStarted(call_id=f"c{n}"))  # only the workspace's edits go to the inbox
+    assert not verifier.overflowed
     for n in range(INBOX_EVENTS + 5):
-        verifier.notify({"type": "tool_started", "agent": "main", "n": n})
+        verifier.notify(_edit(f"f{n}.py", ["x"]))
     assert verifier.overflowed
-    verifier.notify({"type": "test_run", "agent": "verifier"})  # its own events never come back to it
+    verifier.notify(TestRun(agent="verifier"))  # its own events never come back to it
 
 
 def test_make_roles_builds_each_named_role_on_the_recorder(recorder, closing, tmp_path: Path) -> None:

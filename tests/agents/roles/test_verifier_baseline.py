@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 from musec.agents.blackboard import Blackboard
+from musec.agents.core.events import AgentMessage, AnyEvent, FileEdited, TestRun, UserMessage
 from musec.agents.roles import Reviewer, Verifier
 from musec.agents.roles.baseline import narrow_test_command, snapshot_tree
 from musec.agents.workers.testcmd import TestCommand
@@ -31,13 +32,13 @@ class Watched(EventList):
         super().__init__()
         self._changed = anyio.Event()
 
-    def record(self, type: str, **fields: Any) -> dict[str, Any]:
-        event = super().record(type, **fields)
+    def record(self, event: AnyEvent) -> AnyEvent:
+        event = super().record(event)
         self._changed.set()
         self._changed = anyio.Event()
         return event
 
-    async def wait_for(self, predicate: Any) -> list[dict[str, Any]]:
+    async def wait_for(self, predicate: Any) -> list[AnyEvent]:
         with anyio.fail_after(120):
             while not (found := [e for e in self.events if predicate(e)]):
                 await self._changed.wait()
@@ -52,8 +53,8 @@ def _repo(root: Path, **files: str) -> Path:
     return root
 
 
-def _edit(path: str) -> dict[str, Any]:
-    return {"type": "file_edited", "agent": "main", "path": path, "diff": ""}
+def _edit(path: str, diff: str = "") -> FileEdited:
+    return FileEdited(path=path, diff=diff)
 
 
 @pytest.fixture(autouse=True)
@@ -80,13 +81,13 @@ async def test_an_edit_is_checked_while_a_slow_baseline_still_runs(tmp_path: Pat
             tg.start_soon(verifier.supervise)
             (repo / "app.py").write_text(APP.replace("a + b", "a - b"))
             verifier.notify(_edit("app.py"))
-            [message] = await recorder.wait_for(lambda e: e["type"] == "agent_message")
+            [message] = await recorder.wait_for(lambda e: isinstance(e, AgentMessage))
             runs = recorder.of_type("test_run")
-            assert all(r.get("narrowed") for r in runs), runs  # the full baseline has not ended
+            assert all(isinstance(r, TestRun) and r.narrowed is True for r in runs), runs  # the full baseline has not ended
             after, before = runs  # the failures found in the workspace are looked for in the copy
-            assert before["trigger"] == "baseline" and before["passed"] and before["command"].endswith("test_app.py")
-            assert after["trigger"] == "edit" and after["failing_tests"] == ["test_app.py::test_add"]
-            assert "test_app.py::test_add" in message["body"] and message["priority"] == "high"
+            assert before.trigger == "baseline" and before.passed and before.command.endswith("test_app.py")
+            assert after.trigger == "edit" and after.failing_tests == ["test_app.py::test_add"]
+            assert "test_app.py::test_add" in message.body and message.priority == "high"
             assert board.facts["test_status"]["baseline_failing"] == []
             tg.cancel_scope.cancel()
     finally:
@@ -102,11 +103,11 @@ async def test_the_reviewer_holds_only_failures_the_turn_introduced(tmp_path: Pa
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(verifier.supervise)
-            await recorder.wait_for(lambda e: e["type"] == "test_run" and e["trigger"] == "baseline")
-            reviewer.notify({"type": "user_message", "agent": "main", "text": "tidy the notes"})
+            await recorder.wait_for(lambda e: isinstance(e, TestRun) and e.trigger == "baseline")
+            reviewer.notify(UserMessage(text="tidy the notes"))
             for path, text, runs in (("notes.txt", "unrelated\n", 2), ("app.py", APP.replace("a + b", "a * b"), 3)):
                 (repo / path).write_text(text)
-                edit = {**_edit(path), "diff": f"--- a/{path}\n+++ b/{path}\n@@ -0,0 +1 @@\n+{text}"}
+                edit = _edit(path, f"--- a/{path}\n+++ b/{path}\n@@ -0,0 +1 @@\n+{text}")
                 verifier.notify(edit)
                 reviewer.notify(edit)
                 await recorder.wait_for(lambda e, n=runs: len(recorder.of_type("test_run")) >= n)
