@@ -34,6 +34,7 @@ from .core.events import (
     FileEdited,
     Integration,
     IntegrationApplied,
+    KernelEvaluated,
     LogRepaired,
     ModelRequest,
     ModelResponse,
@@ -125,7 +126,7 @@ class History:
             case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | ModelRequest()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review()):
+                  | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated()):
                 pass  # no part of the conversation
             case _:
                 assert_never(event)

@@ -18,6 +18,7 @@ from musec.agents.core.events import (
     FileEdited,
     Integration,
     IntegrationApplied,
+    KernelEvaluated,
     LogRepaired,
     ModelRequest,
     ModelResponse,
@@ -67,7 +68,7 @@ class WorkersView:
                   | AgentMessage() | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot()):
+                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()):
                 pass
             case _:
                 assert_never(event)
@@ -157,7 +158,7 @@ class AgentsView:
             case (SessionResumed() | LogRepaired() | TurnEnded() | UserMessage() | AgentMessage() | ModelRequest()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
                   | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
-                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot()):
+                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()):
                 pass
             case _:
                 assert_never(event)
@@ -215,7 +216,7 @@ class CostsView:
                   | AgentMessage() | ModelRequest() | RateLimited() | ApprovalRequested() | ApprovalResolved()
                   | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
-                  | Review() | BaselineSnapshot()):
+                  | Review() | BaselineSnapshot() | KernelEvaluated()):
                 pass
             case _:
                 assert_never(event)

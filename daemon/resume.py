@@ -25,6 +25,7 @@ from musec.agents.core.events import (
     FileEdited,
     Integration,
     IntegrationApplied,
+    KernelEvaluated,
     LogRepaired,
     ModelRequest,
     ModelResponse,
@@ -88,7 +89,7 @@ class ResumeState:
             case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
                   | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot()):
+                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()):
                 pass
             case _:
                 assert_never(event)

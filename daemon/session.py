@@ -28,6 +28,7 @@ from musec.agents.core.events import (
     FileEdited,
     Integration,
     IntegrationApplied,
+    KernelEvaluated,
     LogRepaired,
     ModelRequest,
     ModelResponse,
@@ -102,7 +103,7 @@ class Counters:
                   | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
                   | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
-                  | Review() | BaselineSnapshot()):
+                  | Review() | BaselineSnapshot() | KernelEvaluated()):
                 pass
             case _:
                 assert_never(event)

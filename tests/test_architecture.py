@@ -177,7 +177,7 @@ RULES = [
          "background roles take a Recorder and the blackboard; they never import the daemon or the loop"),
 ]
 
-PENDING = {
+PENDING: dict[str, str] = {
 }
 
 

@@ -23,6 +23,10 @@ Adding an event type means: a Struct here, a member of ``AnyEvent``, a decision 
 ``daemon/projections.py``, ``BackgroundAgent.fold``); each of those is
 a ``match`` ending in ``assert_never``, so a type left out fails type checking and the
 tests (``tests/agents/core/test_events.py``, ``tests/daemon/test_folds.py``).
+
+Why over 500 lines: this is the log's whole contract, one short Struct per event type with
+its field notes, and the persistence decision beside them; kept in one module on purpose,
+so that every type and its policy are read (and grow) in one place.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from .conversation import Block
 
 __all__ = [
     "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalRequested", "ApprovalResolved", "BaselineSnapshot",
-    "Conflict", "ConflictFile", "Durability", "Event", "FileEdited", "Integration", "IntegrationApplied",
+    "Conflict", "ConflictFile", "Durability", "Event", "FileEdited", "Integration", "IntegrationApplied", "KernelEvaluated",
     "LogRepaired", "ModelRequest", "ModelResponse", "ModelRetry", "Persistence", "RateLimited", "RepoMap", "Review",
     "SessionEnded", "SessionResumed", "SessionStarted", "TestRun", "ToolFinished", "ToolInterrupted", "ToolStarted",
     "TurnEnded", "UnsetType", "UserMessage", "WorkerFinished", "WorkerSpawned", "decode_event", "event_type",
@@ -412,12 +416,41 @@ class Review(Event, frozen=True, tag="review"):
     findings: list[str] = []
 
 
+# --- kernel campaigns -------------------------------------------------------------------
+
+
+class KernelEvaluated(Event, frozen=True, tag="kernel_evaluated"):
+    """A kernel campaign evaluated a candidate (``evaluate_kernel``): a flat summary for
+    readers of the log, and the whole evaluation (``agents.kernel_opt.evaluate.Evaluation``
+    as builtins) from which the campaign's leaderboard is rebuilt on resume. ``n`` is its
+    place on the board (from 1); ``commit`` the kept commit on ``branch`` when it was the
+    best so far."""
+
+    campaign: str = ""
+    n: int = 0
+    candidate: str = ""
+    candidate_sha256: str = ""
+    status: str = ""
+    correct: bool = False
+    reason: str | None = None
+    timing: str = ""
+    candidate_us: float | None = None
+    baseline_us: float | None = None
+    speedup: float | None = None
+    tool_calls: int = 0
+    commit: str | None = None
+    branch: str = ""
+    csv_path: str = ""
+    plot_path: str = ""
+    evaluation: dict[str, Any] = {}
+
+
 AnyEvent = (
     SessionStarted | SessionResumed | LogRepaired | TurnEnded | SessionEnded
     | UserMessage | AgentMessage | ModelRequest | ModelResponse | ModelRetry | RateLimited
     | ApprovalRequested | ApprovalResolved | ToolStarted | FileEdited | ToolFinished | ToolInterrupted
     | AgentSpawned | AgentFailed | WorkerSpawned | WorkerFinished | Integration | IntegrationApplied
-    | TestRun | BaselineSnapshot | RepoMap | Review
+    | TestRun | BaselineSnapshot | RepoMap | Review | KernelEvaluated
 )
 """Every event type the log holds."""
 
@@ -491,7 +524,7 @@ def persistence(event: AnyEvent) -> Persistence:
             return _AHEAD
         case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()
               | ToolFinished() | AgentFailed() | WorkerFinished() | TestRun() | BaselineSnapshot() | RepoMap()
-              | Review()):
+              | Review() | KernelEvaluated()):
             return _GROUP
         case _:
             assert_never(event)

@@ -31,6 +31,7 @@ from ..core.events import (
     FileEdited,
     Integration,
     IntegrationApplied,
+    KernelEvaluated,
     LogRepaired,
     ModelRequest,
     ModelResponse,
@@ -116,7 +117,7 @@ class BackgroundAgent:
             case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ToolStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
-                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review()):
+                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review() | KernelEvaluated()):
                 pass
             case _:
                 assert_never(event)

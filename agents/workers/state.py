@@ -17,6 +17,7 @@ from ..core.events import (
     FileEdited,
     Integration,
     IntegrationApplied,
+    KernelEvaluated,
     LogRepaired,
     ModelRequest,
     ModelResponse,
@@ -75,7 +76,7 @@ class FanoutState:
             case (SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
-                  | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot()):
+                  | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()):
                 pass
             case _:
                 assert_never(event)
