@@ -29,6 +29,7 @@ from .base import BackgroundAgent
 DEBOUNCE_S = 0.3
 TEST_TIMEOUT_S = 600.0
 _BASELINE_DONE = object()  # put in its own inbox beside the edits; never logged
+_SNAPSHOT_PREFIX = "musec-baseline-"
 
 
 class Verifier(BackgroundAgent):
@@ -61,10 +62,16 @@ class Verifier(BackgroundAgent):
         self._full_due = False
 
     def on_own_baseline_snapshot(self, event: BaselineSnapshot, *, live: bool) -> None:
-        """On resume, the copy a daemon that stopped kept is where the baseline runs."""
+        """On resume, the copy a daemon that stopped kept is where the baseline runs.
+
+        The copy is removed with the role, so only a path that ``prepare`` can have made is
+        taken (absolute, named ``musec-baseline-*``, a directory): a damaged or empty path in
+        the log (``""`` is the working directory) must never be deleted.
+        """
         if not live:
             folder = Path(event.path)
-            self.snapshot = folder if folder.is_dir() else None
+            made_here = folder.is_absolute() and folder.name.startswith(_SNAPSHOT_PREFIX)
+            self.snapshot = folder if made_here and folder.is_dir() else None
 
     def on_own_test_run(self, event: TestRun, *, live: bool) -> None:
         """On resume, the last full test run before the restart is the baseline to compare with."""
@@ -115,7 +122,7 @@ class Verifier(BackgroundAgent):
 
         if self.snapshot is not None or self.known_failing is not None:
             return
-        folder = Path(tempfile.mkdtemp(prefix="musec-baseline-"))
+        folder = Path(tempfile.mkdtemp(prefix=_SNAPSHOT_PREFIX))
         if await anyio.to_thread.run_sync(snapshot_tree, self.workspace, folder):
             self.snapshot = folder
             # Logged, so a session resumed after a crash takes its baseline on the same copy
