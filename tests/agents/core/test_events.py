@@ -18,8 +18,8 @@ from tests.support.events import samples
 #: plus the types those sessions do not reach, appended with the old writer in the field
 #: order of their old call sites. Each keeps its ``h``; they are not one chain.
 OLD_LINES = (Path(__file__).parent / "old_lines.jsonl").read_bytes().splitlines()
-#: Types that came after the events were typed: no old line exists for them.
-NEW_SINCE_TYPED = {ev.KernelEvaluated}
+#: Types newer than the sessions the fixture was made from: no old line exists for them.
+NEW_SINCE_TYPED = {ev.KernelEvaluated, ev.BaselineSnapshot}
 
 
 def _body(line: bytes) -> bytes:
