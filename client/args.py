@@ -114,9 +114,20 @@ def _eval(sp: argparse.ArgumentParser) -> None:
     add_arguments(sp)
 
 
+def _optimize(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("spec", help="a shipped spec (cpu-example, kda, mla-decode) or a path to a kernel-task.toml")
+    sp.add_argument("task", nargs="?", default="", help="what to tell the agent (default: run the campaign)")
+    session_opts(sp)
+    sp.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
+    sp.add_argument("--budget-usd", type=float, default=None)
+    sp.add_argument("--max-wall", default=None, metavar="DURATION", help="wall-time budget such as 24h (default: the spec's)")
+
+
 # name -> (help, options); the order is the order of `musec --help`.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "run": ('run one task headlessly (musec run "TASK", or musec run - to read it from stdin)', _run),
+    "optimize": ("run a kernel-optimisation campaign (a session like any other)", _optimize),
+    "kernels": ("a kernel campaign's leaderboard, best first, with its CSV and plot", _session_id_json),
     "sessions": ("list sessions, the most recently active first", _sessions),
     "log": ("show a session's event log, or `log verify ID`", _log),
     "attach": ("join a live session: follow its events and answer its approvals", _attach),

@@ -22,6 +22,8 @@ from .output import err
 # command -> (module, function taking the parsed arguments)
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "cmd_run"),
+    "optimize": ("kernels", "cmd_optimize"),
+    "kernels": ("kernels", "cmd_kernels"),
     "sessions": ("views", "cmd_sessions"),
     "log": ("views", "cmd_log"),
     "replay": ("views", "cmd_replay"),

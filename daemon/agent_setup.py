@@ -72,7 +72,44 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
         session.background = make_roles(session, session.blackboard, Path(req.workspace).resolve(), list(req.agents),
                                         sandbox_wrap(req), scout)
         extra.append(AskAgentTool(session.ask_agent))
-    return build_agent(deps, session, req, credentials, extra_tools=extra)
+    suffix = ""
+    if req.kernel_spec:
+        tools, suffix = _kernel_campaign(deps, session, req)
+        extra.extend(tools)
+    return build_agent(deps, session, req, credentials, extra_tools=extra, prompt_suffix=suffix)
+
+
+def _kernel_campaign(deps: AgentDeps, session: Session, req: p.StartSession) -> tuple[list[Any], str]:
+    """Set up the campaign of a ``musec optimize`` session: its tools and prompt text.
+
+    Its leaderboard is rebuilt from the session's own ``kernel_evaluated`` events (resume),
+    and each new evaluation is recorded as one.
+
+    Raises:
+        BadRequest: the spec cannot be used (its one-line reason).
+    """
+    from musec.agents.kernel_opt.errors import SpecError
+    from musec.agents.kernel_opt.role import EVENT_TYPE, start_campaign
+
+    from .eventlog import iter_events
+
+    past: list[dict[str, Any]] = []
+    started_at = None
+    for ev in iter_events(session.log.path):
+        if ev.get("type") == "session_started":
+            started_at = float(ev.get("ts", 0.0)) or None
+        elif ev.get("type") == EVENT_TYPE:
+            past.append(ev)
+    try:
+        campaign, tools, prompt = start_campaign(
+            req.kernel_spec, Path(req.workspace).resolve(), deps.paths.state / "kernels" / session.id,
+            record=lambda fields: session.record(EVENT_TYPE, sync=True, **fields),
+            tool_calls=lambda: session.tool_calls, past=past, started_at=started_at,
+            max_wall_s=req.max_wall_s or None)
+    except SpecError as exc:
+        raise BadRequest(str(exc)) from exc
+    session.campaign = campaign
+    return tools, prompt
 
 
 def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Any:
@@ -291,6 +328,7 @@ def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -
         "agents_model": req.agents_model,
         "agents_budget_usd": req.agents_budget_usd,
         "blackboard": req.blackboard,
+        **({"kernel_spec": req.kernel_spec, "max_wall_s": req.max_wall_s} if req.kernel_spec else {}),
         "system_prompt": agent.system_prompt,
         "musec_version": musec_version(),
         "pid": os.getpid(),

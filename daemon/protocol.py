@@ -110,6 +110,10 @@ class StartSession(_Msg, tag="start_session"):
     the message listing what would apply; the client asks and sends the request again
     with ``trust`` or without ``ask_trust``. Neither: such files are ignored.
 
+    ``kernel_spec`` (``musec optimize SPEC``) makes the session a kernel-optimisation
+    campaign: a shipped spec name or a path to a ``kernel-task.toml``; ``max_wall_s``
+    (0: the spec's) is its wall-time budget.
+
     Replies: ``SessionStarted``, then the session's stream on this request's id (``Event``,
     ``Delta``, ``Idle``, ``SessionEnded``, or ``Resync`` when this client falls behind);
     or an ``Error`` (``bad_request``, ``trust_required``).
@@ -134,6 +138,8 @@ class StartSession(_Msg, tag="start_session"):
     agents_budget_usd: float = 0.0
     trust: bool = False
     ask_trust: bool = False
+    kernel_spec: str = ""
+    max_wall_s: float = 0.0
 
 
 class ResumeSession(_Msg, tag="resume_session"):

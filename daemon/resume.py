@@ -109,6 +109,7 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
             sandbox=started.get("sandbox", "auto"), agents=list(started.get("background", [])),
             blackboard=bool(started.get("blackboard", True)),
             agents_model=str(started.get("agents_model", "")), agents_budget_usd=float(started.get("agents_budget_usd", 0.0)),
+            kernel_spec=str(started.get("kernel_spec", "")), max_wall_s=float(started.get("max_wall_s", 0.0)),
         )
         agent = build_main_agent(deps, session, start, credentials)
     except BaseException:
@@ -208,7 +209,15 @@ def _tools_for(agent_id: str, started: dict[str, Any]) -> list[Any]:
     from musec.agents.tools import default_tools
     from musec.agents.workers.tool import SpawnWorkersTool
 
-    available = {t.name: t for t in [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]}
+    offered = [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]
+    if started.get("kernel_spec"):
+        from musec.agents.kernel_opt.campaign import Campaign
+        from musec.agents.kernel_opt.spec import load_spec
+        from musec.agents.kernel_opt.tools import campaign_tools
+
+        campaign = Campaign(load_spec(started["kernel_spec"]), Path(started["workspace"]), Path(started["workspace"]))
+        offered.extend(campaign_tools(campaign, lambda: 0))  # the same specs; replay runs no tool
+    available = {t.name: t for t in offered}
     return [available[name] for name in started.get("tools", []) if name in available]
 
 

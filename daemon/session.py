@@ -83,6 +83,8 @@ class Session:
         self.resumed_at_seq = 0
         self.usage: dict[str, int] = {}
         self.cost_usd = 0.0
+        self.tool_calls = 0  # tool_started events of every agent (a kernel campaign's x axis)
+        self.campaign: Any = None  # agents.kernel_opt.campaign.Campaign of ``musec optimize``
 
     # -- events -------------------------------------------------------------------
 
@@ -98,6 +100,8 @@ class Session:
             agent.notify(event)
         if type == "model_response":
             self._count(event)
+        elif type == "tool_started":
+            self.tool_calls += 1
         self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)
         return event
 
@@ -175,6 +179,8 @@ class Session:
         """Fold one event of a log being resumed into the counters and seen message ids."""
         if event.get("type") == "model_response":
             self._count(event)
+        elif event.get("type") == "tool_started":
+            self.tool_calls += 1
         elif event.get("type") == "user_message" and event.get("client_msg_id"):
             self.seen_client_msg_ids.add(event["client_msg_id"])
 
