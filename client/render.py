@@ -48,15 +48,15 @@ class Renderer:
     """Turns event lines and deltas into terminal output (text mode).
 
     Args:
-        out: where to write.
+        out: where to write (default: ``sys.stdout`` when the renderer is made).
         color: colours on or off (default: when ``out`` is a terminal).
         turn_ends: show a turn that ended short of finishing (``needs_approval``...);
             a headless run says it once, at the session's end, instead.
     """
 
-    def __init__(self, out: TextIO = sys.stdout, color: bool | None = None, turn_ends: bool = True) -> None:
-        self.out = out
-        self.color = out.isatty() if color is None else color
+    def __init__(self, out: TextIO | None = None, color: bool | None = None, turn_ends: bool = True) -> None:
+        self.out = sys.stdout if out is None else out
+        self.color = self.out.isatty() if color is None else color
         self.turn_ends = turn_ends
         self._streamed = False
         self._at_line_start = True
