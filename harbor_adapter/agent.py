@@ -33,9 +33,11 @@ workspace the tests grade; default on).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -279,8 +281,15 @@ def _editable_source() -> Path | None:
     return Path(info["url"].removeprefix("file://"))
 
 
+def _scratch_dir(prefix: str) -> Path:
+    """A temporary folder removed when Harbor's process exits (wheels live for its trials)."""
+    out = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, out, True)
+    return out
+
+
 def _build_wheel(source: Path) -> Path:
-    out = Path(tempfile.mkdtemp(prefix="musec-wheel-"))
+    out = _scratch_dir("musec-wheel-")
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
                           capture_output=True, text=True, timeout=600)
     wheels = sorted(out.glob("musec-*.whl"))
@@ -307,7 +316,7 @@ def _download_wheelhouse(what: str, version: str, machine: str, glibc: str) -> P
     Raises:
         RuntimeError: pip could not find wheels for some dependency.
     """
-    out = Path(tempfile.mkdtemp(prefix="musec-wheelhouse-"))
+    out = _scratch_dir("musec-wheelhouse-")
     major, minor = (int(x) for x in glibc.split(".")[:2])
     platforms = [f"manylinux_{major}_{m}_{machine}" for m in range(minor, 16, -1)]
     platforms += [f"manylinux2014_{machine}", f"linux_{machine}"]
