@@ -21,6 +21,9 @@ a pattern without ``/`` matches the file name at any depth). ``~`` expands to th
 directory; an absolute pattern matches the absolute path, a relative one the path inside
 the workspace (after symlinks are resolved).
 
+MCP tools are named by a glob over their names, without parentheses: ``mcp__github__*``
+(every tool of the server ``github``), ``mcp__github__create_issue`` (one tool).
+
 Precedence: deny wins over ask over allow. Rules refine the approval mode
 (``approval.decide``): a deny rule denies in every mode, an ask rule asks even in ``auto``
 (not in ``never``, which never asks),
@@ -30,6 +33,7 @@ refuses every write. Everything here is pure but ``Policy.decide``, which resolv
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shlex
@@ -64,6 +68,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "read": ("read_file", "glob", "grep"),
 }
 _KIND_OF_TOOL = {tool: kind for kind, tools in KINDS.items() if kind != "write" for tool in tools}
+_MCP_RULE = re.compile(r"\s*(mcp__[A-Za-z0-9_*?\[\]-]+)\s*")
 _RULE = re.compile(r"\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
 _SUBSTITUTION = ("$(", "`", "<(", ">(")
 _SEPARATOR_CHARS = set(";&|()\n")
@@ -94,6 +99,8 @@ class Rule:
     tools: tuple[str, ...] = ()
 
     def covers(self, tool: str) -> bool:
+        if self.kind == "mcp":
+            return self.pattern is not None and fnmatch.fnmatchcase(tool, self.pattern)
         return tool in self.tools
 
 
@@ -112,6 +119,9 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
         raise RuleError(f"unknown rule list {action!r}; use allow, ask or deny")
     if not isinstance(text, str):
         raise RuleError(f"rule {text!r} is not a string; write rules as strings like {EXAMPLES}")
+    mcp = _MCP_RULE.fullmatch(text)
+    if mcp is not None:
+        return Rule(text.strip(), action, "mcp", mcp.group(1), source, origin)
     m = _RULE.fullmatch(text)
     if m is None:
         hint = "it is not closed with ')'" if "(" in text and not text.rstrip().endswith(")") else "it is not KIND(PATTERN)"
@@ -351,7 +361,10 @@ def decide_call(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict:
 def rules_for_call(call: Call, workspace: str) -> list[str]:
     """Allow rules a person's "always" makes of ``call``: each command's first word + `` *``
     for ``bash``; for files the directory (``edit(src/**)``), or the name of a file at the
-    top of the workspace (``edit(setup.py)``); ``[]`` for tools no rule kind covers."""
+    top of the workspace (``edit(setup.py)``); the tool's own name for an MCP tool;
+    ``[]`` for tools no rule kind covers."""
+    if _MCP_RULE.fullmatch(call.tool) and not any(c in call.tool for c in "*?["):
+        return [call.tool]
     kind = _KIND_OF_TOOL.get(call.tool)
     if kind is None:
         return []

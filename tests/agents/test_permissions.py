@@ -268,3 +268,20 @@ def test_search_results_in_denied_files_are_hidden(tmp_path) -> None:
     assert grep.splitlines() == ["src/a.py:3:k = 1", "[1 result line(s) hidden by the deny rule read(*.key)]"]
     assert policy.filter_listing("glob", "sub/x.key\na.py") .splitlines()[0] == "a.py"
     assert policy.filter_listing("read_file", "sub/x.key") == "sub/x.key"
+
+
+def test_mcp_rules_name_tools_by_glob() -> None:
+    rules = [parse_rule("mcp__github__*", "ask"), parse_rule("mcp__github__delete_repo", "deny"),
+             parse_rule("mcp__docs__*", "allow")]
+    assert rules[0].kind == "mcp" and rules[0].pattern == "mcp__github__*"
+
+    def call(tool: str) -> Call:
+        return Call(tool, "write")
+
+    assert decide_call("auto", call("mcp__github__delete_repo"), rules).decision == "deny"
+    assert decide_call("auto", call("mcp__github__create_issue"), rules).decision == "ask"
+    assert decide_call("ask", call("mcp__docs__search"), rules).decision == "allow"
+    assert decide_call("ask", call("mcp__other__x"), rules).decision == "ask"
+    assert decide_call("read-only", call("mcp__docs__search"), rules).decision == "deny"
+    assert not rules[0].covers("bash") and not parse_rule("bash", "deny").covers("mcp__github__x")
+    assert rules_for_call(call("mcp__docs__search"), "/ws") == ["mcp__docs__search"]
