@@ -15,6 +15,10 @@ Events that shape the history (others are ignored):
   before that field existed is folded as it was then (by tool name), so replay keeps its bytes.
 - ``tool_interrupted`` ``{call_id, reason}``: a call cut off (crash, Ctrl-C); answered to
   the model as an interrupted call, never re-run.
+- ``instructions_added`` ``{path, text}``: a subdirectory's AGENTS.md, reached by a read
+  or an edit; ``hook_context`` ``{text}``: what a hook adds (a Stop hook's reason to go on);
+  ``skill_loaded`` ``{name, text}``: a skill the person invoked (``/NAME``, ``$NAME``).
+  Each is user text at the next turn boundary, as an agent message.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ class History:
         self.tokens_out = 0
         self.cost_usd = 0.0
         self._held: list[TextBlock] = []  # agent messages waiting for the turn boundary
+        self.instructions_loaded: set[str] = set()  # AGENTS.md files added by instructions_added
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one event (a decoded log line) into the history."""
@@ -78,7 +83,12 @@ class History:
             return
         if event.get("agent") != self.agent:
             return
-        if kind == "user_message":
+        if kind in ("instructions_added", "hook_context", "skill_loaded"):
+            if kind == "instructions_added":
+                self.instructions_loaded.add(event.get("path", ""))
+            self._held.append(TextBlock(event.get("text", "")))
+            self._release_held()
+        elif kind == "user_message":
             self._user_block(TextBlock(event["text"]))
             self.turns_since_user = 0
         elif kind == "model_response":

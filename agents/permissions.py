@@ -312,7 +312,8 @@ def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
 @dataclass(frozen=True)
 class Verdict:
     """A decision and what made it: ``source`` is ``user``/``project`` (a rule, quoted in
-    ``rule``), ``mode`` (the approval mode) or ``person`` (someone answered)."""
+    ``rule``), ``mode`` (the approval mode), ``person`` (someone answered) or ``hook``
+    (a PermissionRequest hook refused it)."""
 
     decision: Decision
     rule: str = ""
@@ -327,6 +328,8 @@ class Verdict:
         """Why the call was not run, for the model (one line)."""
         if self.source == "person":
             return "not run: the person denied it"
+        if self.source == "hook":
+            return "not run: a PermissionRequest hook refused it"
         if self.source == "mode":
             return f"not run: approval mode {mode} does not allow {access} calls"
         where = f" ({self.origin})" if self.origin else ""

@@ -6,6 +6,7 @@ Ctrl-C during a turn interrupts the turn; Ctrl-C or Ctrl-D at the prompt leaves.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import uuid
 from collections.abc import Callable
@@ -127,7 +128,7 @@ def cmd_resume(args: argparse.Namespace) -> Exit:
         if sid is None:
             return OK
     req = p.ResumeSession(id=conn.next_id(), session_id=sid, credentials=credentials(), interactive=True,
-                          end_when_idle=False, backlog=True)
+                          end_when_idle=False, backlog=True, environment=dict(os.environ))
     conn.send(req)
     follower = TurnFollower(conn, req.id, Renderer(sys.stdout))
     session_id = follower.follow()

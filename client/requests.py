@@ -79,7 +79,7 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         blackboard=getattr(args, "blackboard", True),
         agents_model=resolve_model(agents_model) if agents_model else "",
         agents_budget_usd=getattr(args, "agents_budget_usd", 0.0) or 0.0, trust=trust,
-        ask_trust=interactive and not trust,
+        ask_trust=interactive and not trust, environment=dict(os.environ),
     )
 
 
@@ -92,4 +92,5 @@ def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.R
         workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
         credentials=credentials(), interactive=False, end_when_idle=True,
         approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(),
+        environment=dict(os.environ),
     )

@@ -76,7 +76,11 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
     if req.kernel_spec:
         tools, suffix = _kernel_campaign(deps, session, req)
         extra.extend(tools)
-    return build_agent(deps, session, req, credentials, extra_tools=extra, prompt_suffix=suffix)
+    agent = build_agent(deps, session, req, credentials, extra_tools=extra, prompt_suffix=suffix)
+    from .extensions import attach_extensions
+
+    attach_extensions(deps, session, req, agent, prompt_suffix=suffix)
+    return agent
 
 
 def _kernel_campaign(deps: AgentDeps, session: Session, req: p.StartSession) -> tuple[list[Any], str]:
@@ -311,8 +315,10 @@ def git_base(workspace: Path) -> dict[str, Any]:
         return {}
 
 
-def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -> dict[str, Any]:
+def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path, session: Session | None = None) -> dict[str, Any]:
     """The fields of the ``session_started`` event (no credentials, ever)."""
+    from .extensions import extension_fields
+
     return {
         "session_id": agent.session_id,
         "workspace": str(workspace.resolve()),
@@ -335,4 +341,5 @@ def session_started_fields(req: p.StartSession, agent: Agent, workspace: Path) -
         "git": git_base(workspace),
         "trust": {**agent.policy.trust.fields(), "note": agent.policy.trust.note()} if agent.policy.trust else {"state": "none"},
         "rules": [{"rule": r.text, "action": r.action, "source": r.source} for r in agent.policy.rules],
+        **(extension_fields(session) if session is not None else {}),
     }

@@ -69,7 +69,7 @@ class SessionHost:
             path.unlink(missing_ok=True)
             raise
         session.agent = agent
-        session.record("session_started", sync=True, **session_started_fields(req, agent, workspace))
+        session.record("session_started", sync=True, **session_started_fields(req, agent, workspace, session))
         self._add(session)
         return session
 

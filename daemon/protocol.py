@@ -117,6 +117,9 @@ class StartSession(_Msg, tag="start_session"):
     Replies: ``SessionStarted``, then the session's stream on this request's id (``Event``,
     ``Delta``, ``Idle``, ``SessionEnded``, or ``Resync`` when this client falls behind);
     or an ``Error`` (``bad_request``, ``trust_required``).
+
+    ``environment`` is the client's environment: the daemon expands ``${VAR}`` in MCP server
+    configs from it for this session only, holds it in memory and never writes it.
     """
 
     id: int
@@ -140,6 +143,7 @@ class StartSession(_Msg, tag="start_session"):
     ask_trust: bool = False
     kernel_spec: str = ""
     max_wall_s: float = 0.0
+    environment: dict[str, str] = {}
 
 
 class ResumeSession(_Msg, tag="resume_session"):
@@ -166,6 +170,7 @@ class ResumeSession(_Msg, tag="resume_session"):
     max_turns: int = 0
     backlog: bool = False
     redact: list[str] = []
+    environment: dict[str, str] = {}  # as StartSession.environment
 
 
 class Replay(_Msg, tag="replay"):

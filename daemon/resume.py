@@ -110,6 +110,7 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
             blackboard=bool(started.get("blackboard", True)),
             agents_model=str(started.get("agents_model", "")), agents_budget_usd=float(started.get("agents_budget_usd", 0.0)),
             kernel_spec=str(started.get("kernel_spec", "")), max_wall_s=float(started.get("max_wall_s", 0.0)),
+            environment=dict(req.environment),
         )
         agent = build_main_agent(deps, session, start, credentials)
     except BaseException:
@@ -176,7 +177,8 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
         if agent_id not in agents:
             agents[agent_id] = Agent(
                 agent_id=agent_id, provider=_ReplayModel(ev.get("provider", ""), ev.get("model", "")),
-                tools=_tools_for(agent_id, spawned.get(agent_id, started)), ctx=ToolContext(workspace=Path(started["workspace"]), env={}),
+                tools=_tools_for(agent_id, spawned.get(agent_id, started)) + _mcp_tools_for(agent_id, events[: ev["seq"]]),
+                ctx=ToolContext(workspace=Path(started["workspace"]), env={}),
                 record=_no_record, ask=_no_ask, on_delta=_no_delta, approval_mode="auto", max_turns=1,
                 system_prompt=prompts.get(agent_id, started.get("system_prompt", "")), store_blob=_no_blob, session_id=sid,
             )
@@ -206,6 +208,7 @@ def _tools_for(agent_id: str, started: dict[str, Any]) -> list[Any]:
     """The tools an agent was offered, in order, as named in its ``session_started`` (main)
     or ``agent_spawned`` event."""
     from musec.agents.ask_agent import AskAgentTool
+    from musec.agents.skills import Skill, SkillTool
     from musec.agents.tools import default_tools
     from musec.agents.workers.tool import SpawnWorkersTool
 
@@ -217,8 +220,31 @@ def _tools_for(agent_id: str, started: dict[str, Any]) -> list[Any]:
 
         campaign = Campaign(load_spec(started["kernel_spec"]), Path(started["workspace"]), Path(started["workspace"]))
         offered.extend(campaign_tools(campaign, lambda: 0))  # the same specs; replay runs no tool
+    skills = [Skill(s["name"], "", "", s.get("scope", "user")) for s in started.get("extensions", {}).get("skills", [])
+              if s.get("model", True)]
+    offered.append(SkillTool(skills))
     available = {t.name: t for t in offered}
     return [available[name] for name in started.get("tools", []) if name in available]
+
+
+def _mcp_tools_for(agent_id: str, events: list[dict[str, Any]]) -> list[Any]:
+    """The main agent's MCP tools as the live run offered them: each server's first listing
+    (``mcp_server_started``) before the request being rebuilt."""
+    from musec.agents.mcp import McpTool, ToolInfo, tool_name
+
+    if agent_id != "main":
+        return []
+    out: list[Any] = []
+    seen_servers: set[str] = set()
+    for ev in events:
+        if ev.get("type") != "mcp_server_started" or ev.get("server") in seen_servers:
+            continue
+        seen_servers.add(ev["server"])
+        for t in ev.get("tools", []):
+            name = tool_name(ev["server"], t["name"])
+            if name is not None and name not in {x.name for x in out}:
+                out.append(McpTool(ev["server"], ToolInfo(t["name"], t.get("description", ""), t.get("input_schema", {})), name))
+    return out
 
 
 async def _no_fanout(tasks: Any) -> Any:  # pragma: no cover - replay runs no tool

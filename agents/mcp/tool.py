@@ -32,14 +32,14 @@ class McpTool:
 
     access = "write"
 
-    def __init__(self, server: McpServer, info: ToolInfo, name: str) -> None:
-        self.server = server
+    def __init__(self, server_name: str, info: ToolInfo, name: str, server: McpServer | None = None) -> None:
+        self.server = server  # None: a tool rebuilt for replay, never run
         self.remote_name = info.name
         self.name = name
         schema = info.input_schema if isinstance(info.input_schema, dict) else {}
         if schema.get("type") != "object":
             schema = {"type": "object", "properties": {}}
-        description = f"[MCP server {server.spec.name}] {info.description}".strip()
+        description = f"[MCP server {server_name}] {info.description}".strip()
         self.spec = ToolSpec(name=name, description=description[:2000], input_schema=schema)
 
     def paths(self, input: dict[str, Any]) -> list[str]:
@@ -48,6 +48,8 @@ class McpTool:
     async def run(self, input: dict[str, Any], ctx: Any) -> Any:
         from ..tools.base import ToolOutput
 
+        if self.server is None:
+            return ToolOutput(content="this MCP tool is not connected", is_error=True)
         text, is_error = await self.server.call(self.remote_name, dict(input))
         return ToolOutput(content=text, is_error=is_error)
 
@@ -65,5 +67,5 @@ def mcp_tools(manager: McpManager) -> tuple[list[McpTool], list[str]]:
                 problems.append(f"MCP tool {info.name!r} of {server.spec.name} left out: its name is too long or clashes")
                 continue
             seen.add(name)
-            out.append(McpTool(server, info, name))
+            out.append(McpTool(server.spec.name, info, name, server))
     return out, problems
