@@ -108,6 +108,12 @@ def _none(sp: argparse.ArgumentParser) -> None:
     pass
 
 
+def _mcp(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("action", choices=("list",))
+    sp.add_argument("--workspace", default=None)
+    sp.add_argument("--json", action="store_true")
+
+
 def _eval(sp: argparse.ArgumentParser) -> None:
     from .evaluate import add_arguments
 
@@ -141,6 +147,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "apply": ("bring a session's integrated fan-out result onto your branch (git merge)", _apply),
     "models": ("the model catalog: ids, aliases, context, prices", _json_only),
     "doctor": ("check the sandbox, socket, credentials, git and GPU", _none),
+    "mcp": ("MCP servers: `musec mcp list` shows servers, state and tools", _mcp),
     "demo": ("fix a bundled example's failing test with the scripted model", _demo),
     "eval": ("evaluate musec on Harbor tasks (Terminal-Bench style); `eval report JOB`", _eval),
     "chat": ("interactive session (the default with no command)", session_opts),

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("manage", "cmd_apply"),
     "daemon": ("service", "cmd_daemon"),
     "doctor": ("doctor", "cmd_doctor"),
+    "mcp": ("extensions", "cmd_mcp"),
     "demo": ("demo", "cmd_demo"),
     "eval": ("evaluate", "cmd_eval"),
 }

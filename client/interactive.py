@@ -46,6 +46,20 @@ def cmd_interactive(args: argparse.Namespace) -> Exit:
     return prompt_loop(connect(), args)
 
 
+def _print_extensions(conn: Connection, workspace: str) -> set[str]:
+    """Under the banner: the AGENTS.md files, skills, hooks and MCP servers active, and what
+    waits for trust. Returns the ``/NAME`` the session answers (skills, custom commands)."""
+    from .extensions import fetch_report, report_lines, slash_names
+
+    try:
+        report = fetch_report(conn, workspace)
+    except Exception:  # noqa: BLE001 - the banner goes on without it; the session reports errors itself
+        return set()
+    for line in report_lines(report):
+        out(f"  {line}")
+    return slash_names(report)
+
+
 def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollower | None = None) -> Exit:
     """Read the person's messages and show each turn, until /exit, Ctrl-D or Ctrl-C.
 
@@ -54,12 +68,14 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
     """
     read = _prompt_reader()
     renderer = Renderer(sys.stdout)
+    slash: set[str] = set()
     session_id = follower.stream.session_id if follower is not None else ""
     if follower is None:
         # The session starts now, before the first task: the banner, the trust prompt and
         # any config error come first, and a task is never typed into a failing start.
         req = start_request(conn, args, "", interactive=True)
         out(BANNER.format(version=__version__, model=req.model, approval=req.approval, workspace=req.workspace))
+        slash = _print_extensions(conn, req.workspace)
         conn.send(req)
         follower = TurnFollower(conn, req.id, renderer, _trust_asker(conn, req))
         try:
@@ -78,7 +94,7 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             continue
         if text.strip() in ("/exit", "/quit"):
             break
-        if text.strip().startswith("/") and " " not in text.strip():
+        if text.strip().startswith("/") and " " not in text.strip() and text.strip()[1:] not in slash:
             out("commands: /exit or /quit leave (Ctrl-D too); Ctrl-C interrupts a turn; anything else goes to the agent"
                 if text.strip() == "/help" else f"unknown command {text.strip()}; /help lists the commands")
             continue

@@ -83,3 +83,39 @@ def extension_fields(session: Session) -> dict[str, Any]:
         "waiting_for_trust": ext.waiting,
         "warnings": ext.warnings,
     }}
+
+
+async def inspect_workspace(config_dir: Path, state_dir: Path, msg: p.InspectWorkspace) -> p.WorkspaceReport:
+    """What a session in ``msg.workspace`` would get, for ``musec doctor``, the banner and
+    ``musec mcp list``; with ``msg.start_mcp`` the servers are started, listed and stopped.
+
+    Raises:
+        BadRequest: the workspace is not a directory, or a config file is malformed.
+    """
+    import anyio
+    from musec.agents.config import load_user_config
+    from musec.agents.errors import ConfigError
+    from musec.agents.extensions import load_extensions
+    from musec.agents.mcp import McpManager
+    from musec.agents.trust import check_trust
+
+    workspace = Path(msg.workspace).resolve()
+    if not workspace.is_dir():
+        raise BadRequest(f"workspace {msg.workspace} is not a directory")
+    try:
+        user = load_user_config(config_dir)
+        trust = check_trust(workspace, state_dir, trusted_by_config=user.trusts(workspace))
+        ext = load_extensions(workspace, config_dir, trust=trust)
+    except ConfigError as exc:
+        raise BadRequest(str(exc)) from exc
+    servers = [p.McpServerInfo(s.name, s.transport, s.source, "not started") for s in ext.mcp]
+    if msg.start_mcp and ext.mcp:
+        manager = McpManager(ext.mcp, workspace=workspace, environment=dict(msg.environment), on_event=lambda *a: None)
+        async with anyio.create_task_group() as tg:
+            await tg.start(manager.run)
+            await manager.wait_ready()
+            servers = [p.McpServerInfo(**row) for row in manager.status()]
+            tg.cancel_scope.cancel()
+    rows = [p.ExtensionRow(**row) for row in ext.report()]
+    return p.WorkspaceReport(id=msg.id, workspace=str(workspace), trust=trust.state, rows=rows, mcp=servers,
+                             warnings=ext.warnings)

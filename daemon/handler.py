@@ -148,6 +148,10 @@ class Connection:
                 await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed, kept=kept))
             case p.ListModels():
                 await self.send(p.Models(id=msg.id, models=list_models(self.paths.config)))
+            case p.InspectWorkspace():
+                from .extensions import inspect_workspace
+
+                await self.send(await inspect_workspace(self.paths.config, self.paths.state, msg))
             case p.ListSessions():
                 await self.send(p.Sessions(id=msg.id, sessions=self.index.list_sessions(msg.workspace)))
             case p.Status():

@@ -355,9 +355,22 @@ class Shutdown(_Msg, tag="shutdown"):
     id: int
 
 
+class InspectWorkspace(_Msg, tag="inspect_workspace"):
+    """What would apply to a session in ``workspace``: AGENTS.md files, skills, commands,
+    hooks and MCP servers, active or waiting for trust (``musec doctor``, the banner,
+    ``musec mcp list``). ``start_mcp`` starts the MCP servers briefly to list their tools
+    (``${VAR}`` from ``environment``, held in memory only); nothing else runs."""
+
+    id: int
+    workspace: str
+    environment: dict[str, str] = {}
+    start_mcp: bool = False
+
+
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | ApprovalAnswer | Interrupt
     | EndSession | ListSessions | ListModels | Cost | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
+    | InspectWorkspace
 )
 
 
@@ -610,9 +623,43 @@ class StatusReply(_Msg, tag="status_reply"):
     log_file: str = ""
 
 
+class ExtensionRow(msgspec.Struct, frozen=True):
+    """One thing found for a workspace: ``kind`` (instructions, skill, command, hook, mcp,
+    project file), ``name``, ``state`` (``active`` or ``waiting for trust``), ``detail``."""
+
+    kind: str
+    name: str
+    state: str
+    detail: str = ""
+
+
+class McpServerInfo(msgspec.Struct, frozen=True):
+    """An MCP server's ``state`` (running, failed, not started...), ``error`` and tools."""
+
+    server: str
+    transport: str
+    source: str
+    state: str
+    error: str = ""
+    restarts: int = 0
+    tools: list[str] = []
+
+
+class WorkspaceReport(_Msg, tag="workspace_report"):
+    """The answer to ``InspectWorkspace``; ``trust`` is the workspace's trust state."""
+
+    id: int
+    workspace: str
+    trust: str
+    rows: list[ExtensionRow] = []
+    mcp: list[McpServerInfo] = []
+    warnings: list[str] = []
+
+
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | Delta | Idle | SessionEnded | Resync
     | Sessions | LogLines | VerifyResult | ReplayResult | Models | CostReport | Agents | Workers | Applied | Collected | StatusReply
+    | WorkspaceReport
 )
 
 

@@ -234,3 +234,28 @@ def test_mcp_server_tools_through_approvals_deny_crash_restart_and_no_secret_in_
     assert wrapped["content"] == "42"
     assert musec.json("replay", result["session_id"], "--json")["ok"]
     # musec's fixture checks that the token is in no file under MUSEC_HOME (logs included)
+
+
+def test_mcp_list_and_doctor_say_what_is_active_and_what_waits(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    server = tmp_path / "demo_mcp.py"
+    server.write_text(MCP_SERVER)
+    config = musec.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        f'[mcp_servers.demo]\ncommand = "{sys.executable}"\nargs = ["{server}"]\n'
+        f'env = {{ DEMO_TOKEN = "${{DEMO_TOKEN}}", MARK = "{tmp_path / "m"}" }}\n'
+        '[mcp_servers.broken]\ncommand = "/nonexistent/server"\nstartup_timeout_s = 5\n')
+    (buggy_repo / "AGENTS.md").write_text("rules\n")
+    _skill_repo(buggy_repo)
+    (buggy_repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": {"command": "touch", "args": ["pwned"]}}}))
+    listed = musec.json("mcp", "list", "--json", cwd=buggy_repo, env={"DEMO_TOKEN": "tok-abcdefgh12345678"})
+    by = {s["server"]: s for s in listed}
+    assert set(by) == {"demo", "broken"}  # the untrusted repository's server is not started
+    assert by["demo"]["state"] == "running" and by["demo"]["tools"] == ["add", "whoami", "wipe", "crash"]
+    assert by["broken"]["state"] in ("restarting", "failed") and "No such file" in by["broken"]["error"]
+    assert not (buggy_repo / "pwned").exists()
+    text = musec("mcp", "list", cwd=buggy_repo, env={"DEMO_TOKEN": "tok-abcdefgh12345678"}).stdout
+    assert "mcp__demo__add" in text and "waits for trust" in text
+    doctor = musec("doctor", cwd=buggy_repo).stdout
+    assert "instructions: AGENTS.md" in doctor and "mcp: demo, broken" in doctor
+    assert "waiting for trust (untrusted): .mcp.json, .musec/skills/greet/SKILL.md" in doctor
