@@ -229,7 +229,7 @@ class TurnFollower:
                     return ""
                 case (p.Hello() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult()
                       | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected()
-                      | p.StatusReply()):
+                      | p.StatusReply() | p.WorkspaceReport()):
                     pass  # Ok answers a message or an approval sent here
                 case _:
                     assert_never(msg)

@@ -359,7 +359,10 @@ class InspectWorkspace(_Msg, tag="inspect_workspace"):
     """What would apply to a session in ``workspace``: AGENTS.md files, skills, commands,
     hooks and MCP servers, active or waiting for trust (``musec doctor``, the banner,
     ``musec mcp list``). ``start_mcp`` starts the MCP servers briefly to list their tools
-    (``${VAR}`` from ``environment``, held in memory only); nothing else runs."""
+    (``${VAR}`` from ``environment``, held in memory only); nothing else runs.
+
+    Reply: ``WorkspaceReport``.
+    """
 
     id: int
     workspace: str
@@ -669,7 +672,7 @@ REPLY: dict[type, type] = {
     Replay: ReplayResult, UserInput: Ok, ApprovalAnswer: Ok, Interrupt: Ok, EndSession: Ok,
     CollectSessions: Collected, Cost: CostReport, ListAgents: Agents, ListWorkers: Workers,
     ApplyIntegration: Applied, ListModels: Models, ListSessions: Sessions, ReadLog: LogLines,
-    VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok,
+    VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok, InspectWorkspace: WorkspaceReport,
 }
 
 
