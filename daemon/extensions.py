@@ -49,6 +49,8 @@ def attach_extensions(deps: Any, session: Session, req: p.StartSession, agent: A
     agent.subdirs = SubdirInstructions(workspace)
     if ext.hooks:
         agent.hooks = session.hooks = _hooks(session, ext.hooks, agent, trust)
+        if session.fanout is not None:
+            session.fanout.lifecycle = session.lifecycle
     if ext.mcp:
         from musec.agents.mcp import McpManager
 

@@ -258,7 +258,8 @@ class Session:
         async with anyio.create_task_group() as tg:
             self._background_scope = tg.cancel_scope
             await self._start_mcp(tg)
-            for agent in self.background.values():
+            for name, agent in self.background.items():
+                await self.lifecycle("AgentStart", {"agent_type": name}, agent=name)
                 tg.start_soon(agent.supervise)
             try:
                 await self._run(first_task, resume_turn=resume_turn)
@@ -388,6 +389,8 @@ class Session:
             with anyio.CancelScope(shield=True):
                 if self.hooks is not None and not paused:
                     with anyio.move_on_after(30):
+                        for name in self.background:
+                            await self.hooks.run("AgentStop", {"agent_type": name}, agent=name)
                         await self.hooks.run("SessionEnd", {"reason": reason})
                 if self._background_scope is not None:
                     self._background_scope.cancel()  # nothing of theirs is written after the end

@@ -259,3 +259,25 @@ def test_mcp_list_and_doctor_say_what_is_active_and_what_waits(musec: Musec, bug
     doctor = musec("doctor", cwd=buggy_repo).stdout
     assert "instructions: AGENTS.md" in doctor and "mcp: demo, broken" in doctor
     assert "waiting for trust (untrusted): .mcp.json, .musec/skills/greet/SKILL.md" in doctor
+
+
+def test_session_hooks_of_the_person_start_prompt_and_end(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    config = musec.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    gate = tmp_path / "gate.py"
+    gate.write_text("import json, sys\nif 'forbidden' in json.load(sys.stdin)['prompt']:\n"
+                    "    print('not that', file=sys.stderr)\n    sys.exit(2)\n")
+    (config / "config.toml").write_text(
+        '[[hooks.SessionStart]]\ncommand = "echo remember-the-style-guide"\n'
+        f'[[hooks.UserPromptSubmit]]\ncommand = "{sys.executable} {gate}"\nsandbox = false\n'
+        '[[hooks.SessionEnd]]\ncommand = "touch ended-marker"\n')
+    script = _script(tmp_path, "hi", [[{"text": "hi"}]])
+    code, result, events = _run(musec, buggy_repo, script, task="hello")
+    assert code == 0, json.dumps([result, *[e for e in events if e["type"] in ("hook_ran", "session_ended")]])
+    context = [e["text"] for e in events if e["type"] == "hook_context"]
+    assert context == ["[SessionStart hook: remember-the-style-guide]"]
+    assert (buggy_repo / "ended-marker").exists()  # SessionEnd ran, in the sandbox, in the workspace
+    code, result, events = _run(musec, buggy_repo, script, task="do the forbidden thing")
+    assert code == 1 and "blocked" in result.get("message", "") + json.dumps(result)
+    assert [e["reason"] for e in events if e["type"] == "prompt_blocked"] == ["not that"]
+    assert not [e for e in events if e["type"] == "user_message"]
