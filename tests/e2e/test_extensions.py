@@ -136,8 +136,8 @@ def _hook_repo(repo: Path) -> None:
     (hooks / "block_rm.py").write_text(BLOCK_RM)
     (hooks / "stop_once.py").write_text(STOP_ONCE)
     (repo / ".musec" / "config.toml").write_text(
-        f'[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = "{sys.executable} .musec/hooks/block_rm.py"\n'
-        f'[[hooks.Stop]]\ncommand = "{sys.executable} .musec/hooks/stop_once.py"\n')
+        '[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = "python3 .musec/hooks/block_rm.py"\n'
+        '[[hooks.Stop]]\ncommand = "python3 .musec/hooks/stop_once.py"\n')  # python3 from PATH: a venv under /tmp is hidden
 
 
 def test_hooks_block_rewrite_and_send_back_once_then_edits_need_trust_again(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
@@ -269,7 +269,7 @@ def test_session_hooks_of_the_person_start_prompt_and_end(musec: Musec, buggy_re
                     "    print('not that', file=sys.stderr)\n    sys.exit(2)\n")
     (config / "config.toml").write_text(
         '[[hooks.SessionStart]]\ncommand = "echo remember-the-style-guide"\n'
-        f'[[hooks.UserPromptSubmit]]\ncommand = "{sys.executable} {gate}"\nsandbox = false\n'
+        f'[[hooks.UserPromptSubmit]]\ncommand = "python3 {gate}"\nsandbox = false\n'
         '[[hooks.SessionEnd]]\ncommand = "touch ended-marker"\n')
     script = _script(tmp_path, "hi", [[{"text": "hi"}]])
     code, result, events = _run(musec, buggy_repo, script, task="hello")
