@@ -62,7 +62,8 @@ SERVER = textwrap.dedent('''
         if sys.argv[1:2] == ["http"]:
             import anyio, uvicorn
             sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", int(sys.argv[3]) if len(sys.argv) > 3 else 0))
             sock.listen(16)
             Path(sys.argv[2]).write_text(str(sock.getsockname()[1]))
             server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(), log_level="warning"))
@@ -191,3 +192,51 @@ def test_missing_variable_and_dead_command_give_up_with_a_message(tmp_path: Path
 
 def test_results_are_marked_untrusted() -> None:
     assert is_untrusted_result({"tool": "mcp__demo__add", "untrusted": True})
+
+
+def _start_http(server_py: Path, port_file: Path, port: int = 0) -> subprocess.Popen:
+    port_file.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, str(server_py), "http", str(port_file), str(port)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        if port_file.exists() and port_file.read_text():
+            return proc
+        if proc.poll() is not None:
+            raise RuntimeError("the HTTP MCP server exited")
+        subprocess.run(["sleep", "0.1"])  # polling a subprocess's readiness file
+    raise RuntimeError("the HTTP MCP server did not start")
+
+
+def test_http_server_that_goes_away_is_reconnected(server_py: Path, tmp_path: Path) -> None:
+    port_file = tmp_path / "port"
+    first = _start_http(server_py, port_file)
+    port = int(port_file.read_text())
+    spec = ServerSpec("web", "http", url=f"http://127.0.0.1:{port}/mcp", tool_timeout_s=20, startup_timeout_s=20)
+    events: list[str] = []
+    manager = McpManager([spec], workspace=tmp_path, environment={}, on_event=lambda t, f: events.append(t), backoff_s=0.2)
+    ctx = ToolContext(workspace=tmp_path, env={})
+    procs = [first]
+
+    async def body() -> None:
+        tools, _ = mcp_tools(manager)
+        add = next(t for t in tools if t.name == "mcp__web__add")
+        assert (await add.run({"a": 1, "b": 2}, ctx)).content == "3"
+        crashed = await next(t for t in tools if t.name == "mcp__web__crash").run({}, ctx)
+        assert crashed.is_error
+        procs.append(_start_http(server_py, port_file, port))
+        with anyio.fail_after(90):
+            while True:
+                out = await add.run({"a": 20, "b": 22}, ctx)
+                if not out.is_error:
+                    break
+                await anyio.sleep(0.2)
+        assert out.content == "42"
+        assert manager.status()[0]["restarts"] >= 1
+
+    try:
+        anyio.run(_session, manager, body)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert events.count("mcp_server_started") >= 2 and "mcp_server_restarting" in events
