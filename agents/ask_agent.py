@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .conversation import ToolSpec
+from .core.conversation import ToolSpec
 from .tools.base import ToolContext, ToolOutput
 
 # ``answer(agent, question) -> text``, or raises LookupError naming the agents there are.

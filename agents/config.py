@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .core.errors import ConfigError
 from .permissions import ACTIONS, Rule, RuleError, parse_rule
 
 __all__ = [

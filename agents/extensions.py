@@ -16,7 +16,7 @@ from typing import Any
 
 from .commands import Command, discover_commands
 from .config import load_toml, project_config_path
-from .errors import ConfigError
+from .core.errors import ConfigError
 from .hooks import HookSpec, parse_hooks
 from .instructions import BUDGET_BYTES, InstructionFile, discover, render
 from .mcp.config import ServerSpec, load_project_servers, parse_servers

@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from .conversation import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .core.conversation import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .tools.untrusted import mark_untrusted
 
 

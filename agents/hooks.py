@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .core.errors import ConfigError
 from .tools.base import SandboxPolicy
 
 __all__ = ["EVENTS", "TOOL_EVENTS", "HookOutcome", "HookResult", "HookSpec", "Hooks", "parse_hooks"]

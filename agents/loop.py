@@ -19,9 +19,9 @@ from typing import Any, Protocol
 import anyio
 import msgspec
 
-from .conversation import ModelRequest, ToolCallBlock, request_digest
-from .errors import AgentError, ProviderError, ProviderOverloaded, ProviderUnreachable
-from .faults import armed, crash_at
+from .core.conversation import ModelRequest, ToolCallBlock, request_digest
+from .core.errors import AgentError, ProviderError, ProviderOverloaded, ProviderUnreachable
+from .core.faults import armed, crash_at
 from .history import History
 from .permissions import Policy, Verdict
 from .providers.base import Provider, TextDelta

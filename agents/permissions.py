@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .approval import Decision, decide
-from .errors import AgentError
+from .core.errors import AgentError
 from .tools.globmatch import compile_glob
 
 __all__ = [

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .conversation import ToolSpec
+from .core.conversation import ToolSpec
 from .frontmatter import FrontMatterError, split
 
 __all__ = [

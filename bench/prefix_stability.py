@@ -39,7 +39,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from musec.agents.conversation import (  # noqa: E402
+from musec.agents.core.conversation import (  # noqa: E402
     Message,
     ModelRequest,
     TextBlock,

@@ -182,7 +182,7 @@ def build_agent(
             provider's credentials are missing (the message names the variable).
     """
     from musec.agents.approval import MODES, sandbox_profile
-    from musec.agents.errors import AgentError
+    from musec.agents.core.errors import AgentError
     from musec.agents.loop import Agent
     from musec.agents.prompt import system_prompt
     from musec.agents.providers import make_provider
@@ -195,7 +195,7 @@ def build_agent(
         raise BadRequest(f"unknown sandbox {req.sandbox!r}; use bwrap, seatbelt or off")
     if req.max_turns < 1:
         raise BadRequest("--max-turns must be at least 1")
-    from musec.agents.catalog import load_catalog
+    from musec.agents.providers.catalog import load_catalog
 
     workspace = (workspace or Path(req.workspace)).resolve()
     try:

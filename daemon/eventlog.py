@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from musec.agents.faults import armed, crash_at
+from musec.agents.core.faults import armed, crash_at
 
 from .errors import LogCorrupt, SessionLocked
 

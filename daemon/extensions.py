@@ -29,7 +29,7 @@ def attach_extensions(deps: Any, session: Session, req: p.StartSession, agent: A
     Raises:
         BadRequest: a config file's ``hooks`` or ``mcp_servers`` is malformed.
     """
-    from musec.agents.errors import ConfigError
+    from musec.agents.core.errors import ConfigError
     from musec.agents.extensions import load_extensions
     from musec.agents.instructions import SubdirInstructions
     from musec.agents.prompt import system_prompt
@@ -96,7 +96,7 @@ async def inspect_workspace(config_dir: Path, state_dir: Path, msg: p.InspectWor
     """
     import anyio
     from musec.agents.config import load_user_config
-    from musec.agents.errors import ConfigError
+    from musec.agents.core.errors import ConfigError
     from musec.agents.extensions import load_extensions
     from musec.agents.mcp import McpManager
     from musec.agents.trust import check_trust

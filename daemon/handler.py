@@ -263,7 +263,7 @@ class Connection:
 
 def list_models(config_dir: Path) -> list[p.ModelInfo]:
     """The catalog as wire structs (DESIGN §2: shipped default + the user's models.toml)."""
-    from musec.agents.catalog import load_catalog
+    from musec.agents.providers.catalog import load_catalog
 
     out = []
     for e in load_catalog(config_dir).entries():

@@ -156,7 +156,7 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
     For each ``model_request`` event, the request the agent would send after folding the
     events before it is built again and its digest compared with the logged one.
     """
-    from musec.agents.conversation import request_digest
+    from musec.agents.core.conversation import request_digest
     from musec.agents.history import History
     from musec.agents.loop import Agent
     from musec.agents.tools.base import ToolContext

@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
 from ..tools.base import ToolContext, ToolOutput
 from .campaign import Campaign, summary
 from .profile import profile_kernel

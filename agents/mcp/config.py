@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 __all__ = ["McpConfigError", "ServerSpec", "expand", "load_project_servers", "parse_servers"]
 

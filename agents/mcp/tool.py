@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
 from .server import McpManager, McpServer, ToolInfo
 
 __all__ = ["PREFIX", "McpTool", "mcp_tools", "tool_name"]

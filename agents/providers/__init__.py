@@ -23,12 +23,17 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
-from musec.agents.catalog import Catalog, CatalogEntry
-from musec.agents.errors import MissingCredentials, ScriptError, TrainingDataRefused, UnknownModel
+from musec.agents.core.errors import (
+    MissingCredentials,
+    ScriptError,
+    TrainingDataRefused,
+    UnknownModel,
+)
 
 from .anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from .anthropic import AnthropicProvider
 from .base import OnDelta, Provider, TextDelta
+from .catalog import Catalog, CatalogEntry
 from .http import StreamingHTTPProvider
 from .openai_chat import OpenAIChatProvider
 from .openai_responses import DEFAULT_BASE_URL as OPENAI_BASE_URL

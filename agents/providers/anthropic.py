@@ -22,7 +22,7 @@ from contextlib import aclosing
 from typing import Any
 
 import msgspec
-from musec.agents.conversation import (
+from musec.agents.core.conversation import (
     Block,
     Message,
     ModelRequest,
@@ -35,7 +35,7 @@ from musec.agents.conversation import (
     ToolResultBlock,
     Usage,
 )
-from musec.agents.errors import (
+from musec.agents.core.errors import (
     ProviderAuthError,
     ProviderBadRequest,
     ProviderError,

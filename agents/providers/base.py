@@ -7,7 +7,7 @@ from typing import Protocol
 
 import msgspec
 
-from ..conversation import ModelRequest, ModelResponse
+from ..core.conversation import ModelRequest, ModelResponse
 
 
 class TextDelta(msgspec.Struct, frozen=True):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from musec.agents.errors import ConfigError
+from musec.agents.core.errors import ConfigError
 
 __all__ = ["CONFIG_NAME", "training_allowed"]
 

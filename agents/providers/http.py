@@ -9,8 +9,8 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import httpx
-from musec.agents.conversation import ModelRequest, ModelResponse
-from musec.agents.errors import ProviderError
+from musec.agents.core.conversation import ModelRequest, ModelResponse
+from musec.agents.core.errors import ProviderError
 
 from .base import OnDelta
 from .ratelimit import OnRateLimited, RateLimiter, rate_limit_headers

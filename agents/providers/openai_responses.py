@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import quote
 
 import msgspec
-from musec.agents.conversation import (
+from musec.agents.core.conversation import (
     Block,
     Message,
     ModelRequest,
@@ -48,7 +48,7 @@ from musec.agents.conversation import (
     ToolResultBlock,
     Usage,
 )
-from musec.agents.errors import (
+from musec.agents.core.errors import (
     ProviderAuthError,
     ProviderBadRequest,
     ProviderError,

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from musec.agents.errors import QuotaExhausted
+from musec.agents.core.errors import QuotaExhausted
 
 __all__ = ["quota_error"]
 

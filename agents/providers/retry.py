@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
-from musec.agents.errors import ProviderError
+from musec.agents.core.errors import ProviderError
 
 __all__ = [
     "OnRetry",

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from musec.agents.conversation import (
+from musec.agents.core.conversation import (
     Block,
     ModelRequest,
     ModelResponse,
@@ -38,7 +38,7 @@ from musec.agents.conversation import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from musec.agents.errors import ScriptError
+from musec.agents.core.errors import ScriptError
 
 from .base import OnDelta, TextDelta
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import httpx_sse
 import msgspec
-from musec.agents.errors import (
+from musec.agents.core.errors import (
     ProviderAuthError,
     ProviderBadRequest,
     ProviderError,

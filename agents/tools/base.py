@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
 
 Access = Literal["read", "write", "execute"]
 

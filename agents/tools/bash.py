@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
 from .base import Access, SandboxPolicy, ToolContext, ToolInputError, ToolOutput
 from .common import error_output, get_number, get_str
 from .errors import SandboxUnavailable

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
 from .base import Access, FileEdit, ToolContext, ToolInputError, ToolOutput
 from .common import get_bool, get_int, get_str, refuse_if_read_only, run_in_thread
 from .errors import BinaryFile, FileTooLarge

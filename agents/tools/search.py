@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
 from .base import Access, ToolContext, ToolInputError, ToolOutput
 from .common import error_output, get_bool, get_str
 from .globmatch import compile_glob

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..faults import crash_at
+from ..core.faults import crash_at
 from .errors import BinaryFile, EditNotFound, EditNotUnique
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import AgentError
+from ..core.errors import AgentError
 
 __all__ = [
     "BranchExists",

@@ -11,7 +11,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..conversation import ToolSpec
+from ..core.conversation import ToolSpec
 from ..tools.base import ToolContext, ToolOutput
 
 MAX_WORKERS = 8

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from musec.agents.catalog import CatalogEntry, Prices, load_catalog
-from musec.agents.conversation import Usage
-from musec.agents.errors import CatalogError
+from musec.agents.core.conversation import Usage
+from musec.agents.core.errors import CatalogError
+from musec.agents.providers.catalog import CatalogEntry, Prices, load_catalog
 
 
 def test_default_catalog_has_aliases_prices_and_limits():

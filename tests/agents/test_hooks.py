@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from musec.agents.errors import ConfigError
+from musec.agents.core.errors import ConfigError
 from musec.agents.hooks import HookResult, Hooks, HookSpec, parse_hooks
 from musec.agents.tools.base import SandboxPolicy
 from musec.agents.trust import check_trust

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from musec.agents.faults import POINTS
+from musec.agents.core.faults import POINTS
 
 from tests.conftest import BUGGY, FIXED, LIBRARY, Musec
 

@@ -6,8 +6,8 @@ import socket
 
 import httpx
 import pytest
-from musec.agents.conversation import Message, ModelRequest, TextBlock
-from musec.agents.errors import (
+from musec.agents.core.conversation import Message, ModelRequest, TextBlock
+from musec.agents.core.errors import (
     ProviderAuthError,
     ProviderBadRequest,
     ProviderError,

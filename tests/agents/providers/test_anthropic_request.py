@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from musec.agents.conversation import (
+from musec.agents.core.conversation import (
     Message,
     ModelRequest,
     ReasoningBlock,

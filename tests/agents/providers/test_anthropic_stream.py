@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from musec.agents.conversation import (
+from musec.agents.core.conversation import (
     Message,
     ModelRequest,
     ModelResponse,
@@ -16,7 +16,7 @@ from musec.agents.conversation import (
     ThinkingBlock,
     ToolCallBlock,
 )
-from musec.agents.errors import ProviderBadRequest, ProviderOverloaded, ProviderUnreachable
+from musec.agents.core.errors import ProviderBadRequest, ProviderOverloaded, ProviderUnreachable
 from musec.agents.providers import RetryPolicy
 
 from tests.support.anthropic_server import FIXTURES, Answer, message, replay, replay_chunks

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from musec.agents.catalog import load_catalog
-from musec.agents.errors import ConfigError, TrainingDataRefused
+from musec.agents.core.errors import ConfigError, TrainingDataRefused
 from musec.agents.providers import make_provider
+from musec.agents.providers.catalog import load_catalog
 from musec.agents.providers.data_use import training_allowed
 
 CREDENTIALS = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from musec.agents.errors import MissingCredentials, ScriptError, UnknownModel
+from musec.agents.core.errors import MissingCredentials, ScriptError, UnknownModel
 from musec.agents.providers import AnthropicProvider, ScriptedProvider, make_provider
 
 
@@ -102,8 +102,8 @@ def test_azure_url():
 
 
 def test_catalog_resolves_aliases_and_base_url(tmp_path):
-    from musec.agents.catalog import load_catalog
     from musec.agents.providers import OpenAIChatProvider
+    from musec.agents.providers.catalog import load_catalog
 
     (tmp_path / "models.toml").write_text(
         '[aliases]\nqwen = "openai-compat/Qwen/Qwen3-Coder"\n'

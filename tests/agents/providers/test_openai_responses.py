@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from musec.agents.conversation import (
+from musec.agents.core.conversation import (
     Message,
     ModelRequest,
     ModelResponse,
@@ -19,7 +19,7 @@ from musec.agents.conversation import (
     ToolResultBlock,
     ToolSpec,
 )
-from musec.agents.errors import (
+from musec.agents.core.errors import (
     ProviderError,
     ProviderOverloaded,
     ProviderUnreachable,

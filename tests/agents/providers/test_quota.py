@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from musec.agents.conversation import Message, ModelRequest, TextBlock
-from musec.agents.errors import QuotaExhausted
+from musec.agents.core.conversation import Message, ModelRequest, TextBlock
+from musec.agents.core.errors import QuotaExhausted
 from musec.agents.providers.quota import quota_error
 
 from tests.support.anthropic_server import FIXTURES, error_response, message, raw

@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from musec.agents.catalog import load_catalog
-from musec.agents.conversation import Message, ModelRequest, TextBlock
+from musec.agents.core.conversation import Message, ModelRequest, TextBlock
 from musec.agents.providers import RateLimitRegistry, RateLimitWait, RetryPolicy, make_provider
+from musec.agents.providers.catalog import load_catalog
 from musec.agents.providers.ratelimit import (
     credential_id,
     parse_duration_s,

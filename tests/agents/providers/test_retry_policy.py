@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from musec.agents.errors import ProviderBadRequest, ProviderOverloaded, ProviderUnreachable
+from musec.agents.core.errors import ProviderBadRequest, ProviderOverloaded, ProviderUnreachable
 from musec.agents.providers.retry import RetryPolicy, parse_retry_after, with_retries
 
 pytestmark = pytest.mark.anyio

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from musec.agents.conversation import (
+from musec.agents.core.conversation import (
     Message,
     ModelRequest,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
 )
-from musec.agents.errors import ScriptError
+from musec.agents.core.errors import ScriptError
 from musec.agents.providers import make_provider
 from musec.agents.providers.scripted import FINISHED_TEXT
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from musec.agents.conversation import ToolSpec
+from musec.agents.core.conversation import ToolSpec
 from musec.agents.tools import Tool, default_tools, tool_by_name
 
 EXPECTED = [

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from musec.agents.conversation import Usage
-from musec.agents.errors import CatalogError
+from musec.agents.core.conversation import Usage
+from musec.agents.core.errors import CatalogError
 
 __all__ = [
     "USER_CATALOG_NAME",
@@ -267,7 +267,7 @@ def load_catalog(config_dir: Path | None) -> Catalog:
             message names the file and the key.
     """
     merged: dict[str, Any] = {"aliases": {}, "models": {}}
-    default = importlib.resources.files("musec.agents").joinpath("catalog_default.toml")
+    default = importlib.resources.files("musec.agents.providers").joinpath("catalog_default.toml")
     _merge(
         merged,
         _read_toml(default.read_text(encoding="utf-8"), "catalog_default.toml"),

@@ -1,0 +1,536 @@
+"""The session log's event types (DESIGN §5, contract: the line format).
+
+One frozen msgspec Struct per event type, in a tagged union (``AnyEvent``) whose JSON is
+the log's line format::
+
+    {"seq": N, "ts": UNIX_SECONDS, "agent": "main", "type": "tool_started", ...fields, "h": H}
+
+``seq``, ``ts`` and ``agent`` are common to every type (``Event``); the log sets ``seq``
+and ``ts`` when it appends, the recorder sets ``agent``. ``h`` is the log's hash chain and
+is no field of any event. ``line_fields`` gives the members of a line in the order they
+are written: ``seq``, ``ts``, ``agent``, ``type``, then the type's fields in the order
+declared here (which is the order the log has always had, so old lines re-encode byte for
+byte).
+
+Rules for growing the format (msgspec's schema evolution): a field is never renamed or
+retyped; a new field gets a default, so older logs still decode; unknown members are
+ignored, so a newer log still decodes here. A field that only some events of a type carry
+is ``UNSET`` when absent, and is then left out of the line (never written as ``null``).
+
+Status: these types are the contract (they decode every line today's musec writes for
+them, byte for byte, see the tests); ``record(event)``, the folds over them and the event
+log taking them are on branch ``events`` (issue 11 part 1) and land next, with the types
+added since (``hook_context``, ``hook_ran``, ``instructions_added``, ``skill_loaded``,
+``prompt_blocked``, the MCP server events). Until then, recorders still take strings.
+
+Once wired, adding an event type means: a Struct here, a member of ``AnyEvent``, a decision in
+``persistence``, and a case in every fold (``History.apply``, the session's ``Counters``,
+``ResumeState``, ``FanoutState``, the agents/workers/costs views of
+``daemon/projections.py``, ``BackgroundAgent.fold``); each of those is
+a ``match`` ending in ``assert_never``, so a type left out fails type checking and the
+tests (``tests/agents/core/test_events.py``, ``tests/daemon/test_folds.py``).
+
+Why over 500 lines: this is the log's whole contract, one short Struct per event type with
+its field notes, and the persistence decision beside them; kept in one module on purpose,
+so that every type and its policy are read (and grow) in one place.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, NamedTuple, assert_never, get_args
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from .conversation import Block
+
+__all__ = [
+    "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalRequested", "ApprovalResolved", "BaselineSnapshot",
+    "Conflict", "ConflictFile", "Durability", "Event", "FileEdited", "Integration", "IntegrationApplied", "KernelEvaluated",
+    "LogRepaired", "ModelRequest", "ModelResponse", "ModelRetry", "Persistence", "RateLimited", "RepoMap", "Review",
+    "SessionEnded", "SessionResumed", "SessionStarted", "TestRun", "ToolFinished", "ToolInterrupted", "ToolStarted",
+    "TurnEnded", "UnsetType", "UserMessage", "WorkerFinished", "WorkerSpawned", "decode_event", "event_type",
+    "line_fields", "persistence",
+]
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """What every event carries.
+
+    Attributes:
+        seq: the event's place in its log, from 0 without gaps (-1 until appended).
+        ts: when it was appended, Unix seconds (0.0 until appended).
+        agent: the agent it belongs to: ``main``, ``worker:NAME``, a background role.
+    """
+
+    seq: int = -1
+    ts: float = 0.0
+    agent: str = "main"
+
+
+# --- the session --------------------------------------------------------------------
+
+
+class SessionStarted(Event, frozen=True, tag="session_started"):
+    """The first line of every log: how the session was set up (no credentials, ever).
+
+    ``git`` is ``{git_dir, base_commit, branch}`` (empty outside a repository); ``trust``
+    the workspace's trust record; ``rules`` the approval rules in force.
+    """
+
+    session_id: str = ""
+    workspace: str = ""
+    title: str = ""
+    model: str = ""
+    provider: str = ""
+    approval: str = "ask"
+    sandbox: str = "auto"
+    max_turns: int = 50
+    interactive: bool = False
+    tools: list[str] = []
+    background: list[str] = []
+    agents_model: str = ""
+    agents_budget_usd: float = 0.0
+    blackboard: bool = True
+    system_prompt: str = ""
+    musec_version: str = ""
+    pid: int = 0
+    git: dict[str, Any] = {}
+    trust: dict[str, Any] = {}
+    rules: list[dict[str, Any]] = []
+
+
+class SessionResumed(Event, frozen=True, tag="session_resumed"):
+    """A daemon took the session up again; ``interrupted_calls`` were cut off by the stop."""
+
+    pid: int = 0
+    interrupted_calls: list[str] = []
+    approval: str = ""
+
+
+class LogRepaired(Event, frozen=True, tag="log_repaired"):
+    """A torn last line was cut off on open and kept in ``torn_path``."""
+
+    torn_bytes: int = 0
+    torn_path: str | None = None
+
+
+class TurnEnded(Event, frozen=True, tag="turn_ended"):
+    """The main agent stopped: ``exit_reason`` as in ``agents.loop.Outcome``."""
+
+    exit_reason: str = ""
+    result: str = ""
+    message: str = ""
+
+
+class SessionEnded(Event, frozen=True, tag="session_ended"):
+    """The last line of a session that ended (not of one that crashed).
+
+    ``usage`` sums the token counts of every model response; ``blackboard`` holds the
+    shared blackboard's statistics when the session had one.
+    """
+
+    exit_reason: str = ""
+    result: str = ""
+    message: str = ""
+    turns: int = 0
+    usage: dict[str, int] = {}
+    cost_usd: float = 0.0
+    blackboard: dict[str, Any] | UnsetType = UNSET
+
+
+# --- the conversation ---------------------------------------------------------------
+
+
+class UserMessage(Event, frozen=True, tag="user_message"):
+    """A message to ``agent`` from the person (or the task a worker or the scout is given).
+
+    ``client_msg_id`` is the client's id of the message, so a re-send counts once.
+    """
+
+    text: str
+    client_msg_id: str | UnsetType = UNSET
+
+
+class AgentMessage(Event, frozen=True, tag="agent_message"):
+    """A message from one agent to another (``to``), delivered at its next turn boundary.
+
+    ``from_`` is written as ``from``.
+    """
+
+    to: str
+    from_: str = msgspec.field(default="", name="from")
+    priority: str = "normal"
+    body: str = ""
+
+
+class ModelRequest(Event, frozen=True, tag="model_request"):
+    """A model call is about to be made. ``digest`` is ``request_digest`` of the request
+    (replay rebuilds it and compares); ``messages`` its number of messages."""
+
+    provider: str = ""
+    model: str = ""
+    digest: str = ""
+    messages: int = 0
+    endpoint: str = ""
+    catalog_id: str = ""
+
+
+class ModelResponse(Event, frozen=True, tag="model_response"):
+    """A model's complete answer: its content blocks (reasoning kept opaque), the token
+    counts (``usage``: ``input_tokens``, ``output_tokens``, ``cache_read_tokens``,
+    ``cache_write_tokens``), its cost in dollars and its latency in seconds."""
+
+    content: list[Block]
+    stop_reason: str = ""
+    usage: dict[str, int] = {}
+    model: str = ""
+    provider: str = ""
+    endpoint: str = ""
+    catalog_id: str = ""
+    provider_ids: dict[str, str] = {}
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+
+
+class ModelRetry(Event, frozen=True, tag="model_retry"):
+    """A failed model call is tried again after ``delay_s`` seconds."""
+
+    attempt: int = 0
+    max_attempts: int = 0
+    delay_s: float = 0.0
+    status: int | None = None
+    retry_after_s: float | None = None
+    error: str = ""
+    discarded_output_chars: int = 0
+
+
+class RateLimited(Event, frozen=True, tag="rate_limited"):
+    """A model call waits ``wait_s`` seconds for its credential's rate limit."""
+
+    credential: str = ""
+    wait_s: float = 0.0
+    reason: str = ""
+
+
+# --- tool calls -----------------------------------------------------------------------
+
+
+class ApprovalRequested(Event, frozen=True, tag="approval_requested"):
+    """A call waits for a person's answer; ``rule`` and ``source`` say what asked for it."""
+
+    call_id: str
+    tool: str = ""
+    input: dict[str, Any] = {}
+    rule: str = ""
+    source: str = ""
+
+
+class ApprovalResolved(Event, frozen=True, tag="approval_resolved"):
+    """A person answered (``decision``: allow, deny or always; ``by``: which client).
+    An "always" carries the rules it saved and where (or why they were not saved)."""
+
+    call_id: str
+    decision: str = ""
+    by: str = ""
+    saved_rules: list[str] | UnsetType = UNSET
+    saved_to: str | UnsetType = UNSET
+    save_error: str | UnsetType = UNSET
+
+
+class ToolStarted(Event, frozen=True, tag="tool_started"):
+    """A call is about to run (write-ahead: on disk before it starts)."""
+
+    call_id: str
+    tool: str = ""
+    input: dict[str, Any] = {}
+    rule: str = ""
+    source: str = ""
+
+
+class FileEdited(Event, frozen=True, tag="file_edited"):
+    """A call changed a file: its hashes before (``None``: it was new) and after, and a
+    unified diff."""
+
+    call_id: str = ""
+    path: str = ""
+    before_sha256: str | None = None
+    after_sha256: str = ""
+    diff: str = ""
+
+
+class ToolFinished(Event, frozen=True, tag="tool_finished"):
+    """A call's result, as the model sees it.
+
+    ``untrusted`` says whether the content is outside data (every call a tool ran; unset in
+    logs older than the field, whose results are judged by tool name). A refused call
+    carries the ``rule`` and ``source`` that refused it; a call that ran
+    carries ``duration_s`` and, as they apply, the ``blob`` (sha256 hex) and ``full_bytes``
+    of an output too large to keep inline, the command's ``exit_status`` and ``timed_out``.
+    """
+
+    call_id: str
+    tool: str = ""
+    is_error: bool = False
+    content: str = ""
+    untrusted: bool | UnsetType = UNSET
+    rule: str | UnsetType = UNSET
+    source: str | UnsetType = UNSET
+    duration_s: float | UnsetType = UNSET
+    blob: str | UnsetType = UNSET
+    full_bytes: int | UnsetType = UNSET
+    exit_status: int | None | UnsetType = UNSET
+    timed_out: bool | UnsetType = UNSET
+
+
+class ToolInterrupted(Event, frozen=True, tag="tool_interrupted"):
+    """A call was cut off (a restart, the person); answered to the model as such, never
+    run again."""
+
+    call_id: str
+    tool: str | None = None
+    reason: str = "interrupted"
+
+
+# --- agents, workers, integration ---------------------------------------------------
+
+
+class AgentSpawned(Event, frozen=True, tag="agent_spawned"):
+    """An agent other than main began: its role, where it works (a worker's worktree), its
+    model (a scout with its own), its system prompt and tools (for replay)."""
+
+    role: str = "worker"
+    workspace: str | UnsetType = UNSET
+    model: str | UnsetType = UNSET
+    system_prompt: str = ""
+    tools: list[str] = []
+
+
+class AgentFailed(Event, frozen=True, tag="agent_failed"):
+    """A background agent failed and restarts after ``retry_in_s`` seconds."""
+
+    role: str = ""
+    error: str = ""
+    retry_in_s: float = 0.0
+
+
+class WorkerSpawned(Event, frozen=True, tag="worker_spawned"):
+    """A fan-out worker got its worktree (on ``branch`` at ``path``) and its task."""
+
+    worker: str
+    instruction: str = ""
+    branch: str = ""
+    path: str = ""
+    base_commit: str = ""
+    base_head: str = ""
+    base_branch: str | None = None
+    snapshot: bool = False
+    dirty_paths: list[str] = []
+
+
+class WorkerFinished(Event, frozen=True, tag="worker_finished"):
+    """A worker stopped; ``commit`` holds its changes (``None``: it changed nothing)."""
+
+    worker: str
+    exit_reason: str = ""
+    commit: str | None = None
+    branch: str = ""
+    result: str = ""
+    message: str = ""
+
+
+class ConflictFile(msgspec.Struct, frozen=True):
+    """A file that conflicted when a branch was merged (each side's text, or ``None``)."""
+
+    path: str
+    ours: str | None = None
+    theirs: str | None = None
+
+
+class Conflict(msgspec.Struct, frozen=True):
+    """A branch left out of an integration because merging it conflicted."""
+
+    branch: str
+    files: list[ConflictFile] = []
+
+
+class Integration(Event, frozen=True, tag="integration"):
+    """The workers' branches merged on ``branch`` (at ``head``) and tested together."""
+
+    branch: str = ""
+    head: str = ""
+    base_commit: str | None = None
+    base_head: str | None = None
+    base_branch: str | None = None
+    snapshot: bool | None = None
+    merged: list[str] = []
+    conflicts: list[Conflict] = []
+    test_command: str | None = None
+    tests_passed: bool | None = None
+    failing_tests: list[str] = []
+    test_output: str = ""
+    ok: bool = False
+
+
+class IntegrationApplied(Event, frozen=True, tag="integration_applied"):
+    """``musec apply`` brought an integration onto the person's branch."""
+
+    branch: str = ""
+    old_head: str = ""
+    new_head: str = ""
+    how: str = ""
+
+
+# --- background roles -----------------------------------------------------------------
+
+
+class TestRun(Event, frozen=True, tag="test_run"):
+    """The verifier ran the tests (``trigger``: baseline or edit; ``narrowed``: only the
+    tests touching the changed files, while the baseline was not known yet)."""
+
+    __test__ = False  # not a pytest test class
+
+    trigger: str = ""
+    command: str = ""
+    passed: bool = False
+    exit_status: int | None = None
+    failing_tests: list[str] = []
+    duration_s: float = 0.0
+    narrowed: bool | UnsetType = UNSET
+
+
+class BaselineSnapshot(Event, frozen=True, tag="baseline_snapshot"):
+    """The verifier copied the workspace to ``path`` for its baseline run (so a session
+    resumed after a crash takes its baseline there, not on the edited workspace)."""
+
+    path: str = ""
+
+
+class RepoMap(Event, frozen=True, tag="repo_map"):
+    """The scout mapped the repository."""
+
+    files: int = 0
+    python_symbols: int = 0
+    test_files: list[str] = []
+
+
+class Review(Event, frozen=True, tag="review"):
+    """The reviewer read the turn's edits and found something."""
+
+    edits: int = 0
+    findings: list[str] = []
+
+
+# --- kernel campaigns -------------------------------------------------------------------
+
+
+class KernelEvaluated(Event, frozen=True, tag="kernel_evaluated"):
+    """A kernel campaign evaluated a candidate (``evaluate_kernel``): a flat summary for
+    readers of the log, and the whole evaluation (``agents.kernel_opt.evaluate.Evaluation``
+    as builtins) from which the campaign's leaderboard is rebuilt on resume. ``n`` is its
+    place on the board (from 1); ``commit`` the kept commit on ``branch`` when it was the
+    best so far."""
+
+    campaign: str = ""
+    n: int = 0
+    candidate: str = ""
+    candidate_sha256: str = ""
+    status: str = ""
+    correct: bool = False
+    reason: str | None = None
+    timing: str = ""
+    candidate_us: float | None = None
+    baseline_us: float | None = None
+    speedup: float | None = None
+    tool_calls: int = 0
+    commit: str | None = None
+    branch: str = ""
+    csv_path: str = ""
+    plot_path: str = ""
+    evaluation: dict[str, Any] = {}
+
+
+AnyEvent = (
+    SessionStarted | SessionResumed | LogRepaired | TurnEnded | SessionEnded
+    | UserMessage | AgentMessage | ModelRequest | ModelResponse | ModelRetry | RateLimited
+    | ApprovalRequested | ApprovalResolved | ToolStarted | FileEdited | ToolFinished | ToolInterrupted
+    | AgentSpawned | AgentFailed | WorkerSpawned | WorkerFinished | Integration | IntegrationApplied
+    | TestRun | BaselineSnapshot | RepoMap | Review | KernelEvaluated
+)
+"""Every event type the log holds."""
+
+#: The classes of ``AnyEvent``, in its order.
+EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
+
+_decoder = msgspec.json.Decoder(AnyEvent)
+_COMMON = ("seq", "ts", "agent", "type")
+
+
+def event_type(event: Event) -> str:
+    """The ``type`` member of ``event``'s line (``tool_started``...)."""
+    return str(event.__struct_config__.tag)
+
+
+def decode_event(line: bytes | str) -> AnyEvent:
+    """The event of one log line (with or without its ``h`` and newline).
+
+    Raises:
+        msgspec.ValidationError: an unknown ``type``, or a field of the wrong type.
+        msgspec.DecodeError: the line is not JSON.
+    """
+    return _decoder.decode(line)
+
+
+def line_fields(event: Event) -> dict[str, Any]:
+    """The members of ``event``'s line as builtins, in the order they are written:
+    ``seq``, ``ts``, ``agent``, ``type``, then the type's fields (``UNSET`` ones left out)."""
+    fields = msgspec.to_builtins(event)
+    out = {"seq": event.seq, "ts": event.ts, "agent": event.agent, "type": fields["type"]}
+    for key, value in fields.items():
+        if key not in _COMMON:
+            out[key] = value
+    return out
+
+
+# --- persistence: one decision per type ------------------------------------------------
+
+
+class Durability(enum.Enum):
+    """How an event reaches the disk (DESIGN §5 rule 2)."""
+
+    WRITE_AHEAD = "write_ahead"  # fsync before ``append`` returns: it announces a side effect
+    GROUP_COMMIT = "group_commit"  # written at once, fsynced with the next write-ahead event
+
+
+class Persistence(NamedTuple):
+    """What happens to an appended event: how it is made durable, and whether attached
+    clients are sent its line."""
+
+    durability: Durability
+    to_clients: bool
+
+
+_AHEAD = Persistence(Durability.WRITE_AHEAD, to_clients=True)
+_GROUP = Persistence(Durability.GROUP_COMMIT, to_clients=True)
+
+
+def persistence(event: AnyEvent) -> Persistence:
+    """How ``event`` is persisted and shown: the one place this is decided.
+
+    Write-ahead: what announces a side effect or a wait (a tool starting, an approval
+    asked or answered, a worker's worktree, a message another agent acts on), the
+    session's start, resume and end, and what later events build on. Everything else is
+    group-committed. Every event reaches the attached clients.
+    """
+    match event:
+        case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | UserMessage() | AgentMessage()
+              | ApprovalRequested() | ApprovalResolved() | ToolStarted() | ToolInterrupted() | AgentSpawned()
+              | WorkerSpawned() | Integration() | IntegrationApplied()):
+            return _AHEAD
+        case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()
+              | ToolFinished() | AgentFailed() | WorkerFinished() | TestRun() | BaselineSnapshot() | RepoMap()
+              | Review() | KernelEvaluated()):
+            return _GROUP
+        case _:
+            assert_never(event)
