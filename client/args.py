@@ -104,6 +104,11 @@ def _demo(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--keep", action="store_true", help="keep the example's copy")
 
 
+def _provider(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("provider", nargs="?", default=None, choices=("anthropic", "openai", "azure"),
+                    help="default: the provider of $MUSEC_MODEL, else anthropic")
+
+
 def _none(sp: argparse.ArgumentParser) -> None:
     pass
 
@@ -150,6 +155,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "mcp": ("MCP servers: `musec mcp list` shows servers, state and tools", _mcp),
     "demo": ("fix a bundled example's failing test with the scripted model", _demo),
     "eval": ("evaluate musec on Harbor tasks (Terminal-Bench style); `eval report JOB`", _eval),
+    "login": ("store a provider's API key in the system keyring (used when its variable is not set)", _provider),
+    "logout": ("remove a provider's API key from the system keyring", _provider),
     "chat": ("interactive session (the default with no command)", session_opts),
 }
 

@@ -41,6 +41,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("extensions", "cmd_mcp"),
     "demo": ("demo", "cmd_demo"),
     "eval": ("evaluate", "cmd_eval"),
+    "login": ("login", "cmd_login"),
+    "logout": ("login", "cmd_logout"),
 }
 
 

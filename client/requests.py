@@ -18,14 +18,19 @@ DEFAULT_MAX_TURNS = 50
 
 
 def credentials() -> dict[str, str]:
-    """The provider variables of this environment, passed to the daemon per request."""
-    return {k: os.environ[k] for k in p.CREDENTIAL_VARS if os.environ.get(k)}
+    """The provider variables of this environment, passed to the daemon per request, and
+    the keys ``musec login`` stored for the variables that are not set."""
+    from .login import stored_keys
+
+    return {**stored_keys(), **{k: os.environ[k] for k in p.CREDENTIAL_VARS if os.environ.get(k)}}
 
 
 def secret_values() -> list[str]:
-    """This environment's secret values (``protocol.secret_values``): the daemon redacts
-    them from everything it writes (DESIGN §5 rule 6)."""
-    return p.secret_values(os.environ)
+    """This environment's secret values (``protocol.secret_values``) and the stored keys:
+    the daemon redacts them from everything it writes (DESIGN §5 rule 6)."""
+    from .login import stored_keys
+
+    return p.secret_values({**os.environ, **stored_keys()})
 
 
 def resolve_agents(agents: str | None) -> list[str]:

@@ -262,3 +262,16 @@ def test_the_status_line_context_percent_moves(musec: Musec, buggy_repo: Path, t
         term.send("two", "Enter")
         term.wait_for(lambda s: "Second." in s and "ctx 50% of 200k" in s, "the status line after the second answer")
         _leave(term)
+
+
+def test_esc_interrupts_a_running_turn(musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory) -> None:
+    script = _scripted(tmp_path, [[{"tool": "bash", "input": {"command": "echo started; sleep 60"}}],
+                                  [{"expect_result": "interrupted"}, {"text": "Stopped as asked."}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("run something slow", "Enter")
+    term.wait_for(lambda s: "● bash(echo started; sleep 60)" in s, "the tool call")
+    term.send("Escape")
+    term.wait_for(lambda s: "interrupted by the person" in s and prompt_after(s, "interrupted"),
+                  "the interrupted turn and a new prompt", timeout_s=20)
+    _leave(term)
