@@ -27,7 +27,7 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
     answering = text and sys.stdin.isatty()
     banner = ("" if not text else "(attached; you can answer approvals here, the first answer from any terminal wins)"
               if answering else "(attached; stdin is not a terminal, so approvals are answered elsewhere)")
-    renderer = Renderer(sys.stdout)
+    renderer = Renderer(sys.stdout, rich=True)
     stream = SessionStream(conn, req.id)
     desk = ApprovalDesk(conn, renderer.answered, lambda: renderer.notify("an approval is needed"))
     while True:

@@ -74,7 +74,7 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
     ``follower`` follows a session already open on ``conn`` (a resumed one); without it a
     new session starts from ``args``.
     """
-    renderer = follower.renderer if follower is not None else Renderer(sys.stdout)
+    renderer = follower.renderer if follower is not None else Renderer(sys.stdout, rich=True)
     status = follower.status if follower is not None else SessionStatus()
     slash: set[str] = set()
     session_id = follower.stream.session_id if follower is not None else ""
@@ -212,7 +212,7 @@ def _resume_on(conn: Connection, args: argparse.Namespace) -> Exit:
     req = p.ResumeSession(id=conn.next_id(), session_id=sid, credentials=credentials(), interactive=True,
                           end_when_idle=False, backlog=True, environment=dict(os.environ))
     conn.send(req)
-    follower = TurnFollower(conn, req.id, Renderer(sys.stdout))
+    follower = TurnFollower(conn, req.id, Renderer(sys.stdout, rich=True))
     session_id = follower.follow()
     follower.renderer.stop_wait(turn_over=True)
     if not session_id:

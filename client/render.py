@@ -58,11 +58,15 @@ class Renderer:
         color: colours on or off (default: when ``out`` is a terminal).
         turn_ends: show a turn that ended short of finishing (``needs_approval``...);
             a headless run says it once, at the session's end, instead.
+        rich: render with rich on a terminal (markdown, diffs, the spinner): the
+            interactive client and ``attach``; a headless run streams plain text.
     """
 
-    def __init__(self, out: TextIO | None = None, color: bool | None = None, turn_ends: bool = True) -> None:
+    def __init__(self, out: TextIO | None = None, color: bool | None = None, turn_ends: bool = True,
+                 rich: bool = False) -> None:
         self.out = sys.stdout if out is None else out
         self.color = self.out.isatty() if color is None else color
+        self.rich = rich and self.color
         self.turn_ends = turn_ends
         self._streamed = False
         self._at_line_start = True
@@ -87,7 +91,7 @@ class Renderer:
 
     def start_wait(self) -> None:
         """A turn runs: show a spinner with the elapsed time and the tokens so far."""
-        if not self.color or self._wait is not None:
+        if not self.rich or self._wait is not None:
             return
         from rich.status import Status
 
@@ -124,7 +128,7 @@ class Renderer:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
     def _line(self, text: str) -> None:
-        if self._console is not None and self.color:
+        if self._console is not None and self.rich:
             from rich.text import Text
 
             self.console.print(Text.from_ansi(text), soft_wrap=True)
@@ -140,7 +144,7 @@ class Renderer:
         if kind != "text" or not text or self._skip_deltas:
             return
         text = safe(text)
-        if self.color:  # shown whole, as markdown, when the message is complete
+        if self.rich:  # shown whole, as markdown, when the message is complete
             self._tokens += max(1, len(text) // 4)
             return
         self.out.write(text)
@@ -168,7 +172,7 @@ class Renderer:
                 self._tokens = self._tokens_exact = self._tokens_exact + usage["output_tokens"]
             if not self._streamed:
                 text = "".join(str(b.get("text", "")) for b in _blocks(ev) if b.get("type") == "text")
-                if text.strip() and self.color:
+                if text.strip() and self.rich:
                     self._markdown(prefix, safe(text.strip()))
                 elif text.strip():
                     self._line(prefix + safe(text.strip()))
@@ -188,7 +192,7 @@ class Renderer:
             added = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
             removed = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
             self._line(prefix + "  " + self._c("32", f"✎ {_s(ev, 'path')} (+{added} -{removed})"))
-            if self.color:
+            if self.rich:
                 self._diff(safe(diff))
         elif kind == "agent_message":
             body = _s(ev, "body").strip().splitlines()
@@ -229,7 +233,8 @@ class Renderer:
 
         if prefix:
             self.console.print(Text.from_ansi(prefix.rstrip()))
-        self.console.print(Markdown(text, code_theme="monokai"))
+        # No hyperlinks: a link's target would be hidden behind text the model chose.
+        self.console.print(Markdown(text, code_theme="monokai", hyperlinks=False))
 
     def _diff(self, diff: str, max_lines: int = 60) -> None:
         """A unified diff, coloured: additions green, removals red, hunks cyan."""
