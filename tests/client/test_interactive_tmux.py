@@ -208,6 +208,8 @@ def test_slash_model_and_cost(musec: Musec, buggy_repo: Path, tmp_path: Path, tm
     term.send("/help", "Enter")
     term.wait_for(lambda s: "/approval" in s and "/workers" in s, "/help's list")
     _leave(term)
+    history = musec.home / "state" / "prompt_history"  # kept across sessions, for the person only
+    assert history.stat().st_mode & 0o777 == 0o600 and "+hi" in history.read_text().splitlines()
 
 
 def test_a_long_multi_line_command_is_shown_whole_at_the_approval(musec: Musec, buggy_repo: Path, tmp_path: Path,
