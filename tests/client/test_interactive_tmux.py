@@ -280,3 +280,18 @@ def test_esc_interrupts_a_running_turn(musec: Musec, buggy_repo: Path, tmp_path:
     term.wait_for(lambda s: "interrupted by the person" in s and prompt_after(s, "interrupted"),
                   "the interrupted turn and a new prompt", timeout_s=20)
     _leave(term)
+
+
+def test_a_retry_is_shown_with_its_reason_and_wait(musec: Musec, buggy_repo: Path, tmux_factory) -> None:
+    from tests.support.anthropic_server import AnthropicServer, error_response, message
+
+    with AnthropicServer() as server:
+        server.enqueue(error_response(529, "overloaded_error", "Overloaded", {"retry-after": "1"}),
+                       message([{"type": "text", "text": "Back."}]))
+        env = {**musec.env, "ANTHROPIC_API_KEY": "test-key-not-real", "ANTHROPIC_BASE_URL": server.base_url}
+        term = tmux_factory(f"{BIN / 'musec'} --model anthropic/claude-sonnet-4-6 --approval auto", env, buggy_repo)
+        term.wait_for(lambda s: "›" in s, "the prompt")
+        term.send("hello", "Enter")
+        screen = term.wait_for(lambda s: "Back." in s, "the answer after the retry")
+        assert re.search(r"retrying the model call \(1/\d+\) in [\d.]+ s: .*[Oo]verloaded", screen), screen
+        _leave(term)
