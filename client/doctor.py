@@ -63,8 +63,13 @@ def cmd_doctor() -> Exit:
             conn.close()
     except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
         checks.append(("daemon", False, str(exc)))
+    from .login import stored_keys
+
     keys = [k for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY") if os.environ.get(k)]
-    checks.append(("credentials", True, ", ".join(keys) + " set" if keys else "no provider key set (musec demo and scripted: models need none)"))
+    stored = sorted(stored_keys())
+    said = "; ".join(x for x in (", ".join(keys) + " set" if keys else "",
+                                  ", ".join(stored) + " in the keyring (musec login)" if stored else "") if x)
+    checks.append(("credentials", True, said or "no provider key set (musec login stores one; musec demo and scripted: models need none)"))
     gpu = shutil.which("nvidia-smi")
     checks.append(("gpu", True, "nvidia-smi found" if gpu else "no NVIDIA GPU (kernel benchmarks will not run)"))
     checks += _extensions()

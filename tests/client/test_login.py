@@ -24,6 +24,7 @@ def test_login_stores_the_key_and_run_uses_it(musec: Musec, buggy_repo: Path, tm
     assert proc.returncode == 0, proc.stderr
     assert "stored the anthropic key" in proc.stdout and KEY not in proc.stdout
     assert json.loads((tmp_path / "keyring.json").read_text()) == {"musec/ANTHROPIC_API_KEY": KEY}
+    assert "ANTHROPIC_API_KEY in the keyring (musec login)" in musec("doctor", env=env).stdout
     with AnthropicServer() as server:
         server.enqueue(message([{"type": "text", "text": "Done."}]))
         proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto", "say done",
