@@ -295,6 +295,7 @@ class TurnFollower:
                 case p.Error():
                     self.renderer.stop_wait()
                     if msg.code == "trust_required" and self.on_trust is not None and not stream.session_id:
+                        self.keys.off()  # the question is read line by line, echoed
                         self.on_trust(msg.message)
                         continue
                     err(f"musec: {msg.message}")
