@@ -108,8 +108,9 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             ctx = Context(conn, session_id, status, workspace, renderer.last_result, {"models": models}, slash)
             try:
                 outcome = run_command(text.strip(), ctx)
-            except p.FrameError:
-                raise
+            except DaemonLost:
+                err("musec: the daemon stopped; the session's log is kept (`musec resume --last`)")
+                return for_condition(Condition.DAEMON_LOST)
             except Exception as exc:  # noqa: BLE001 - a failed view is one line, the session goes on
                 err(f"musec: {text.strip().split()[0]} failed: {exc}")
                 continue
