@@ -27,6 +27,7 @@ from .base import BackgroundAgent, is_workspace_edit
 
 DEBOUNCE_S = 0.3
 TEST_TIMEOUT_S = 600.0
+_SNAPSHOT_PREFIX = "musec-baseline-"
 _BASELINE_DONE = {"type": "verifier_baseline_done"}  # put in its own inbox; never logged
 
 
@@ -63,8 +64,12 @@ class Verifier(BackgroundAgent):
         """The last test run before a restart is the baseline to compare with; an edit
         after it (the daemon stopped before the run) is tested as soon as it resumes."""
         if event.get("type") == "baseline_snapshot" and event.get("agent") == self.agent_id:
+            # Kept by a daemon that stopped. The copy is deleted when the role closes, so only
+            # a path ``prepare`` can have made is taken: "" (the working directory) or any
+            # other path a damaged log holds must never be deleted.
             folder = Path(str(event.get("path", "")))
-            self.snapshot = folder if folder.is_dir() else None  # kept by a daemon that stopped
+            made_here = folder.is_absolute() and folder.name.startswith(_SNAPSHOT_PREFIX)
+            self.snapshot = folder if made_here and folder.is_dir() else None
         elif event.get("type") == "test_run" and event.get("agent") == self.agent_id and not event.get("narrowed"):
             failing = set(event.get("failing_tests", []))
             self.known_failing = failing
@@ -107,7 +112,7 @@ class Verifier(BackgroundAgent):
 
         if self.snapshot is not None or self.known_failing is not None:
             return
-        folder = Path(tempfile.mkdtemp(prefix="musec-baseline-"))
+        folder = Path(tempfile.mkdtemp(prefix=_SNAPSHOT_PREFIX))
         if await anyio.to_thread.run_sync(snapshot_tree, self.workspace, folder):
             self.snapshot = folder
             # Logged, so a session resumed after a crash takes its baseline on the same copy

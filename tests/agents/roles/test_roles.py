@@ -126,3 +126,17 @@ def test_make_roles_builds_each_named_role_on_the_recorder(recorder, closing, tm
     assert list(roles) == list(ROLES)
     assert [type(r) for r in roles.values()] == [Verifier, Scout, Reviewer]
     assert all(r.recorder is recorder and r.agent_id == name for name, r in roles.items())
+
+
+def test_a_snapshot_path_from_the_log_is_taken_only_if_the_verifier_made_it(recorder, tmp_path: Path) -> None:
+    # The copy is deleted when the role closes: an empty or foreign path in a (damaged) log
+    # must never become it ("" is the working directory).
+    made = tmp_path / "musec-baseline-abc"
+    made.mkdir()
+    for path, taken in (("", None), (".", None), (str(tmp_path), None), ("musec-baseline-abc", None), (str(made), made)):
+        verifier = Verifier(recorder, None, tmp_path)
+        verifier.restore({"type": "baseline_snapshot", "agent": "verifier", "path": path})
+        assert verifier.snapshot == taken, path
+        verifier.snapshot = None  # this test keeps its folders
+        verifier.close()
+    assert made.is_dir() and tmp_path.is_dir()
