@@ -144,6 +144,8 @@ class IntegrationResult:
             lines.append(f"  tests passed: {self.tests.command}")
         else:
             why = "timed out" if self.tests.timed_out else f"exit status {self.tests.exit_status}"
+            if self.tests.no_tests_ran:
+                why = "no tests ran"
             lines.append(f"  tests FAILED ({why}): {self.tests.command}")
             lines += [f"    {name}" for name in self.tests.failing_tests]
         return "\n".join(lines)

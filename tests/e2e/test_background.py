@@ -210,3 +210,34 @@ def test_a_slow_suite_never_holds_the_main_agent_back(musec: Musec, tmp_path: Pa
     events = [json.loads(x) for x in musec("log", json.loads(proc.stdout)["session_id"], "--json").stdout.splitlines()]
     assert not [e for e in events if e["type"] == "test_run" and not e.get("narrowed")]  # the baseline never ended
     assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "finished"
+
+
+PLAIN_TESTS = '''from pager import page
+
+
+def test_first_page():
+    assert page(list(range(10)), 1, 3) == [0, 1, 2]
+'''
+
+
+def test_verifier_collects_plain_pytest_functions_and_escalates(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    """Issue 13, case 10: plain pytest functions and no pytest configuration; unittest
+    would run 0 tests and say green, so the regression was never escalated."""
+    repo = _green_repo(buggy_repo)
+    (repo / "test_pager.py").write_text(PLAIN_TESTS)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "edit_file", "input": {"path": "pager.py", "old_string": FIXED, "new_string": BUGGY}}],
+        [{"tool": "bash", "input": {"command": "sleep 4"}}],
+        [{"text": "done"}],
+    ]}))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "verifier",
+                 "--output-format", "json", "go", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    runs = [e for e in events if e["type"] == "test_run"]
+    assert runs[0]["trigger"] == "baseline" and runs[0]["passed"] and "pytest" in runs[0]["command"]
+    assert any(not r["passed"] and "test_pager.py::test_first_page" in r["failing_tests"] for r in runs)
+    messages = [e for e in events if e["type"] == "agent_message" and e["agent"] == "verifier"]
+    assert messages and "test_first_page" in messages[0]["body"]

@@ -94,7 +94,7 @@ async def test_two_green_branches_that_break_together_fail_integration(repo: Pat
 
     assert not result.merge.conflicts
     assert [m.how for m in result.merge.merged] == ["fast-forward", "merge", "merge"]
-    assert result.test_command is not None and result.test_command.source == "test*.py"
+    assert result.test_command is not None and result.test_command.source == "test*.py (unittest)"
     assert result.tests is not None and not result.tests.passed and not result.ok
     assert result.tests.failing_tests == ("test_summary_counts (test_summary.SummaryTest.test_summary_counts)",)
     assert "has no attribute 'total'" in result.tests.output
