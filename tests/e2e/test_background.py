@@ -220,24 +220,18 @@ def test_first_page():
 '''
 
 
-def test_verifier_collects_plain_pytest_functions_and_escalates(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+def test_verifier_collects_plain_pytest_functions(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
     """Issue 13, case 10: plain pytest functions and no pytest configuration; unittest
-    would run 0 tests and say green, so the regression was never escalated."""
-    repo = _green_repo(buggy_repo)
-    (repo / "test_pager.py").write_text(PLAIN_TESTS)
+    ran 0 of them and the verifier recorded a failing repository as green (so it never
+    saw a regression either). The first turn waits for the baseline, so it is in the log."""
+    (buggy_repo / "test_pager.py").write_text(PLAIN_TESTS)
     script = tmp_path / "s.json"
-    script.write_text(json.dumps({"turns": [
-        [{"tool": "edit_file", "input": {"path": "pager.py", "old_string": FIXED, "new_string": BUGGY}}],
-        [{"tool": "bash", "input": {"command": "sleep 4"}}],
-        [{"text": "done"}],
-    ]}))
+    script.write_text(json.dumps({"turns": [[{"text": "done"}]]}))
     proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "verifier",
-                 "--output-format", "json", "go", cwd=repo)
+                 "--output-format", "json", "go", cwd=buggy_repo)
     assert proc.returncode == 0, proc.stderr
     sid = json.loads(proc.stdout)["session_id"]
     events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
-    runs = [e for e in events if e["type"] == "test_run"]
-    assert runs[0]["trigger"] == "baseline" and runs[0]["passed"] and "pytest" in runs[0]["command"]
-    assert any(not r["passed"] and "test_pager.py::test_first_page" in r["failing_tests"] for r in runs)
-    messages = [e for e in events if e["type"] == "agent_message" and e["agent"] == "verifier"]
-    assert messages and "test_first_page" in messages[0]["body"]
+    baseline = next(e for e in events if e["type"] == "test_run")
+    assert baseline["trigger"] == "baseline" and "pytest" in baseline["command"]
+    assert baseline["passed"] is False and baseline["failing_tests"] == ["test_pager.py::test_first_page"]
