@@ -11,10 +11,14 @@ tools they cover:
 
 Command patterns: ``*`` is any run of characters, ``?`` one character, ``\\`` escapes; a
 trailing `` *`` also matches the bare command (``pytest *`` matches ``pytest``). The
-command line is split at ``;``, ``&&``, ``||``, ``|``, ``&``, parentheses and newlines:
-an allow rule lets a command through only when every part is allowed, and never one with
-``$(...)``, backticks or ``<(...)`` (those fall back to the mode); a deny or ask rule
-matches when any part (including text inside substitutions and quotes) matches.
+command line is split as bash parses it (``shellsplit``: control operators, comments,
+quotes, heredocs, continuations, subshells, substitutions): an allow rule lets a line
+through only when every command in it is allowed, and never one with ``$(...)``,
+backticks or ``<(...)`` (those fall back to the mode); a deny or ask rule matches when
+any command (including those inside substitutions, ``eval`` and ``sh -c``) or any quoted
+text outside heredoc bodies matches. Where the commands cannot all be known before
+running (``$X args``, ``eval "$cmd"``, an unclosed quote) and a deny or ask rule exists,
+the call is asked (denied in ``never``).
 
 Path patterns are the ``glob`` tool's globs (``**``, ``*``, ``?``, ``[a-z]``, ``{a,b}``;
 a pattern without ``/`` matches the file name at any depth). ``~`` expands to the home
@@ -36,7 +40,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +47,7 @@ from typing import Any
 
 from .approval import Decision, decide
 from .core.errors import AgentError
+from .shellsplit import ShellSplit, split_commands
 from .tools.globmatch import compile_glob
 
 __all__ = [
@@ -70,8 +74,7 @@ KINDS: dict[str, tuple[str, ...]] = {
 _KIND_OF_TOOL = {tool: kind for kind, tools in KINDS.items() if kind != "write" for tool in tools}
 _MCP_RULE = re.compile(r"\s*(mcp__[A-Za-z0-9_*?\[\]-]+)\s*")
 _RULE = re.compile(r"\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
-_SUBSTITUTION = ("$(", "`", "<(", ">(")
-_SEPARATOR_CHARS = set(";&|()\n")
+_REDIRECTION = re.compile(r"^(?:[0-9]+|\{\w+\})?(?:&>>|<<<|<<-|<<|<>|<&|>>|>&|>\||&>|<|>)")
 EXAMPLES = "bash(pytest *), edit(src/**), read(~/.ssh/**)"
 
 
@@ -178,35 +181,32 @@ def _normalize(text: str) -> str:
 
 
 def command_segments(command: str) -> list[str] | None:
-    """The simple commands of a command line, each with its words joined by one space.
-
-    Split at ``;``, ``&``, ``|``, ``&&``, ``||``, ``|&``, parentheses and newlines;
-    redirections stay with their command. ``None`` when the line cannot be split (an
-    unclosed quote).
-    """
-    lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
-    lex.whitespace = " \t\r"
-    lex.commenters = ""
-    lex.whitespace_split = True
-    segments: list[list[str]] = [[]]
-    try:
-        for token in lex:
-            if token and set(token) <= _SEPARATOR_CHARS:
-                segments.append([])
-            else:
-                segments[-1].append(token)
-    except ValueError:
+    """The simple commands of a command line as bash parses it (``shellsplit``), each
+    with its words joined by one space; redirections stay with their command; heredoc
+    bodies, comments and structure words (``if``, ``do``, ``{``) are not commands.
+    ``None`` when the line does not parse (an unclosed quote)."""
+    split = split_commands(command)
+    if not split.parsed:
         return None
-    return [_normalize(" ".join(words)) for words in segments if words]
+    return [c.text for c in split.top_level if c.text]
 
 
-def _deny_candidates(command: str) -> set[str]:
-    """Every text a deny or ask rule is tried on: the whole line, its simple commands,
-    and the pieces between any shell punctuation or quote (so text inside ``$(...)``,
-    backticks or quotes is seen too)."""
+def _deny_candidates(command: str, split: ShellSplit) -> set[str]:
+    """Every text a deny or ask rule is tried on: the whole line, every simple command
+    bash would run (those in substitutions, ``eval`` and ``sh -c`` strings too, with and
+    without redirections), and the pieces between any shell punctuation or quote outside
+    heredoc bodies (so text inside quotes is seen too)."""
     found = {_normalize(command)}
-    found.update(command_segments(command) or [])
-    found.update(_normalize(piece) for piece in re.split(r"[;&|()\n`\"'$<>{}]", command))
+    for c in split.commands:
+        found.add(c.text)
+        found.add(_normalize(" ".join(w for w in c.words if not _REDIRECTION.match(w))))
+    visible, last = [], 0
+    for start, end in split.heredoc_bodies:
+        visible.append(command[last:start])
+        last = end
+    visible.append(command[last:])
+    text = "\n".join(visible)
+    found.update(_normalize(piece) for piece in re.split(r"[;&|()\n`\"'$<>{}]", text))
     found.discard("")
     return found | {u for c in found for u in _unwrapped(c)}
 
@@ -273,7 +273,10 @@ def _matches_any_part(rule: Rule, call: Call) -> bool:
     if rule.regex is None:
         return True
     if rule.kind == "bash":
-        return call.command is not None and any(rule.regex.fullmatch(c) for c in _deny_candidates(call.command))
+        if call.command is None:
+            return False
+        candidates = _deny_candidates(call.command, split_commands(call.command))
+        return any(rule.regex.fullmatch(c) for c in candidates)
     return any(_path_matches(rule, a, r) for a, r in call.paths)
 
 
@@ -284,9 +287,12 @@ def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
     if bare:
         return bare[:1]
     if call.tool == "bash":
-        if call.command is None or any(s in call.command for s in _SUBSTITUTION):
+        if call.command is None:
             return []
-        parts = command_segments(call.command)
+        split = split_commands(call.command)
+        if split.unsure or split.substitution or not split.parsed:
+            return []  # what runs is not known before it runs: the mode decides
+        parts = [c.text for c in split.commands if c.text]
         if not parts:
             return []
         used: list[Rule] = []
@@ -352,6 +358,9 @@ def decide_call(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict:
         return Verdict("deny", *_joined(deny[:1]))
     if base == "deny":
         return Verdict("deny")
+    unsure = _unsure_verdict(mode, call, rules)
+    if unsure is not None:
+        return unsure
     ask = [r for r in rules if r.action == "ask" and _matches_any_part(r, call)]
     if ask and mode != "never":
         return Verdict("ask", *_joined(ask[:1]))
@@ -359,6 +368,23 @@ def decide_call(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict:
     if allow:
         return Verdict("allow", *_joined(allow))
     return Verdict(base)
+
+
+def _unsure_verdict(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict | None:
+    """A command line whose commands cannot all be known before it runs (``$X args``,
+    ``eval "$cmd"``, an unclosed quote) could be one a deny or ask rule is about: ask
+    (deny in ``never``, which never asks). ``None`` when no such rule or the line is clear."""
+    if call.tool != "bash" or call.command is None:
+        return None
+    guards = [r for r in rules if r.action in ("deny", "ask") and r.covers("bash") and r.regex is not None]
+    if not guards:
+        return None
+    why = split_commands(call.command).unsure
+    if why is None:
+        return None
+    rule = guards[0]
+    origin = f"could not tell whether it applies: {why}"
+    return Verdict("deny" if mode == "never" else "ask", rule.text, rule.source, origin)
 
 
 def rules_for_call(call: Call, workspace: str) -> list[str]:
@@ -373,7 +399,8 @@ def rules_for_call(call: Call, workspace: str) -> list[str]:
         return []
     if kind == "bash":
         command = call.command or ""
-        parts = None if any(s in command for s in _SUBSTITUTION) else command_segments(command)
+        split = split_commands(command)
+        parts = None if split.substitution or split.unsure else command_segments(command)
         if not parts:
             return [f"bash({_escape(_normalize(command))})"] if command.strip() else []
         words = dict.fromkeys(_escape(part.split(" ")[0]) for part in parts)
