@@ -21,6 +21,8 @@ log = structlog.get_logger("musec.roles")
 
 INBOX_EVENTS = 256
 MAX_BACKOFF_S = 30.0
+MAX_RESTARTS = 4
+"""A role that fails this many times more is not started again (no crash loop)."""
 
 
 class BackgroundAgent:
@@ -38,6 +40,7 @@ class BackgroundAgent:
     """
 
     role = ""
+    first_backoff_s = 1.0  # the pause before the first restart; it doubles up to MAX_BACKOFF_S
 
     def __init__(self, recorder: Recorder, blackboard: Any, workspace: Path) -> None:
         self.recorder = recorder
@@ -67,20 +70,29 @@ class BackgroundAgent:
         return self.recorder.record(type, agent=self.agent_id, **fields)
 
     async def supervise(self) -> None:
-        """Run the role; on a failure, report it and start again after a growing pause."""
-        backoff = 1.0
-        while True:
+        """Run the role; on a failure start it again after a growing pause, at most
+        ``MAX_RESTARTS`` times. The first failure is reported (one ``agent_failed``
+        event, which the person sees); later ones go to the daemon's log only, and the
+        role stops for good once the restarts are spent (its state says why)."""
+        backoff = self.first_backoff_s
+        for attempt in range(MAX_RESTARTS + 1):
             try:
                 await self.run()
                 return
             except Exception as exc:  # supervision at the edge: the session goes on
                 log.exception("background_agent_failed", session_id=self.recorder.id, agent=self.agent_id)
                 self.ready.set()  # nobody waits on a failed agent
-                self.state = "restarting"
-                try:
-                    self.record("agent_failed", role=self.role, error=f"{type(exc).__name__}: {exc}"[:500], retry_in_s=backoff)
-                except OSError:
+                error = f"{type(exc).__name__}: {exc}"[:500]
+                if attempt == MAX_RESTARTS:
+                    self.state = f"failed {attempt + 1} times, stopped: {error}"[:200]
                     return
+                self.state = f"restarting after {attempt + 1} failure(s)"
+                if attempt == 0:
+                    try:
+                        self.record("agent_failed", role=self.role, error=error, retry_in_s=backoff,
+                                    max_restarts=MAX_RESTARTS)
+                    except (OSError, ValueError):  # the log cannot take it: stop, quietly
+                        return
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
 

@@ -73,14 +73,15 @@ class OutputBuffer:
         return tail[-n:] if len(tail) >= n else (bytes(self._head) + tail)[-n:]
 
     def text(self) -> str:
-        """The stream as text (UTF-8, bad bytes replaced), capped with an omission marker."""
+        """The stream as text (UTF-8; a byte that is not UTF-8 as ``\\xNN``, as tools show
+        file names), capped with an omission marker."""
         if not self.capped:
-            return (bytes(self._head) + b"".join(self._tail)).decode("utf-8", errors="replace")
+            return (bytes(self._head) + b"".join(self._tail)).decode("utf-8", errors="backslashreplace")
         head_n = self.max_bytes // 2
         tail_n = self.max_bytes - head_n
         omitted = self.total_bytes - head_n - tail_n
-        head = bytes(self._head[:head_n]).decode("utf-8", errors="replace")
-        tail = self._last(tail_n).decode("utf-8", errors="replace")
+        head = bytes(self._head[:head_n]).decode("utf-8", errors="backslashreplace")
+        tail = self._last(tail_n).decode("utf-8", errors="backslashreplace")
         return f"{head}\n[... {omitted} bytes omitted ...]\n{tail}"
 
     def full(self) -> bytes:
