@@ -16,9 +16,8 @@ quotes, heredocs, continuations, subshells, substitutions): an allow rule lets a
 through only when every command in it is allowed, and never one with ``$(...)``,
 backticks or ``<(...)`` (those fall back to the mode); a deny or ask rule matches when
 any command (including those inside substitutions, ``eval`` and ``sh -c``) or any quoted
-text outside heredoc bodies matches. Where the commands cannot all be known before
-running (``$X args``, ``eval "$cmd"``, an unclosed quote) and a deny or ask rule exists,
-the call is asked (denied in ``never``).
+text outside heredoc bodies matches. Where the commands cannot all be known (``$X args``,
+``eval "$cmd"``, an unclosed quote) and a deny or ask rule exists, it asks (denies in never).
 
 Path patterns are the ``glob`` tool's globs (``**``, ``*``, ``?``, ``[a-z]``, ``{a,b}``;
 a pattern without ``/`` matches the file name at any depth). ``~`` expands to the home
@@ -178,7 +177,6 @@ def _command_regex(pattern: str) -> re.Pattern[str]:
 
 def _normalize(text: str) -> str:
     return " ".join(text.split())
-
 
 def command_segments(command: str) -> list[str] | None:
     """The simple commands of a command line as bash parses it (``shellsplit``), each
