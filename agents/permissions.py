@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from .approval import Decision, decide
+from .commandrules import command_regex, command_segments, deny_candidates, normalize, other_names
 from .core.errors import AgentError
-from .shellsplit import ShellSplit, split_commands
+from .shellsplit import split_commands
 from .tools.globmatch import compile_glob
 
 __all__ = [
@@ -73,7 +74,6 @@ KINDS: dict[str, tuple[str, ...]] = {
 _KIND_OF_TOOL = {tool: kind for kind, tools in KINDS.items() if kind != "write" for tool in tools}
 _MCP_RULE = re.compile(r"\s*(mcp__[A-Za-z0-9_*?\[\]-]+)\s*")
 _RULE = re.compile(r"\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
-_REDIRECTION = re.compile(r"^(?:[0-9]+|\{\w+\})?(?:&>>|<<<|<<-|<<|<>|<&|>>|>&|>\||&>|<|>)")
 EXAMPLES = "bash(pytest *), edit(src/**), read(~/.ssh/**)"
 
 
@@ -140,7 +140,7 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
     regex, absolute = None, False
     if pattern is not None:
         if kind == "bash":
-            regex = _command_regex(pattern)
+            regex = command_regex(pattern)
         else:
             expanded = _expand_home(pattern, home)
             absolute = expanded.startswith("/")
@@ -156,89 +156,6 @@ def _expand_home(pattern: str, home: str | None) -> str:
         base = home if home is not None else os.path.expanduser("~")
         return base.rstrip("/") + pattern[1:]
     return pattern
-
-
-def _command_regex(pattern: str) -> re.Pattern[str]:
-    pat = " ".join(pattern.split())
-    tail = pat.endswith(" *") and not pat.endswith("\\ *")
-    if tail:
-        pat = pat[:-2]
-    out, i = [], 0
-    while i < len(pat):
-        c = pat[i]
-        if c == "\\" and i + 1 < len(pat):
-            out.append(re.escape(pat[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if c == "*" else "." if c == "?" else re.escape(c))
-        i += 1
-    return re.compile("".join(out) + ("(?: .*)?" if tail else ""), re.DOTALL)
-
-
-def _normalize(text: str) -> str:
-    return " ".join(text.split())
-
-def command_segments(command: str) -> list[str] | None:
-    """The simple commands of a command line as bash parses it (``shellsplit``), each
-    with its words joined by one space; redirections stay with their command; heredoc
-    bodies, comments and structure words (``if``, ``do``, ``{``) are not commands.
-    ``None`` when the line does not parse (an unclosed quote)."""
-    split = split_commands(command)
-    if not split.parsed:
-        return None
-    return [c.text for c in split.top_level if c.text]
-
-
-def _deny_candidates(command: str, split: ShellSplit) -> set[str]:
-    """Every text a deny or ask rule is tried on: the whole line, every simple command
-    bash would run (those in substitutions, ``eval`` and ``sh -c`` strings too, with and
-    without redirections), and the pieces between any shell punctuation or quote outside
-    heredoc bodies (so text inside quotes is seen too)."""
-    found = {_normalize(command)}
-    for c in split.commands:
-        found.add(c.text)
-        found.add(_normalize(" ".join(w for w in c.words if not _REDIRECTION.match(w))))
-    visible, last = [], 0
-    for start, end in split.heredoc_bodies:
-        visible.append(command[last:start])
-        last = end
-    visible.append(command[last:])
-    text = "\n".join(visible)
-    found.update(_normalize(piece) for piece in re.split(r"[;&|()\n`\"'$<>{}]", text))
-    found.discard("")
-    return found | {u for c in found for u in _unwrapped(c)}
-
-
-#: Words that run the command after them: a deny rule for ``curl`` must also catch
-#: ``env curl``, ``time curl``, ``if true; then curl`` ... (their options are skipped too).
-_WRAPPERS = frozenset({
-    "env", "time", "command", "exec", "nice", "nohup", "xargs", "sudo", "doas", "timeout", "stdbuf",
-    "ionice", "setsid", "chrt", "taskset", "builtin", "then", "else", "elif", "do", "if", "while", "until", "!",
-})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
-
-def _unwrapped(text: str) -> set[str]:
-    """``text`` without leading assignments, wrapper commands and their options, and with
-    the command's path reduced to its name (``/usr/bin/curl x`` -> ``curl x``)."""
-    out: set[str] = set()
-    words = text.split(" ")
-    for _ in range(8):
-        changed = False
-        while words and (_ASSIGNMENT.match(words[0]) or (words[0] in _WRAPPERS)):
-            wrapper = words.pop(0)
-            changed = True
-            while words and (words[0].startswith("-") or (wrapper in ("timeout", "nice", "chrt", "taskset")
-                                                           and words[0][:1].isdigit())):
-                words.pop(0)
-        if words and "/" in words[0]:
-            words[0] = words[0].rsplit("/", 1)[1]
-            changed = True
-        if not changed:
-            break
-        out.add(" ".join(words))
-    out.discard("")
-    return out
 
 
 @dataclass(frozen=True)
@@ -273,7 +190,7 @@ def _matches_any_part(rule: Rule, call: Call) -> bool:
     if rule.kind == "bash":
         if call.command is None:
             return False
-        candidates = _deny_candidates(call.command, split_commands(call.command))
+        candidates = deny_candidates(call.command, split_commands(call.command))
         return any(rule.regex.fullmatch(c) for c in candidates)
     return any(_path_matches(rule, a, r) for a, r in call.paths)
 
@@ -400,7 +317,7 @@ def rules_for_call(call: Call, workspace: str) -> list[str]:
         split = split_commands(command)
         parts = None if split.substitution or split.unsure else command_segments(command)
         if not parts:
-            return [f"bash({_escape(_normalize(command))})"] if command.strip() else []
+            return [f"bash({_escape(normalize(command))})"] if command.strip() else []
         words = dict.fromkeys(_escape(part.split(" ")[0]) for part in parts)
         return [f"bash({w} *)" for w in words]
     out: list[str] = []
@@ -456,14 +373,36 @@ class Policy:
         workspace = os.path.realpath(self.workspace or os.getcwd())
         resolved = []
         for raw in raws:
+            raw = os.path.expanduser(raw) if raw == "~" or raw.startswith("~/") else raw
             abs_path = os.path.realpath(os.path.join(workspace, raw))
             rel = os.path.relpath(abs_path, workspace) if _within(abs_path, workspace) else None
             resolved.append((abs_path, rel))
         return Call(tool, access, paths=tuple(resolved))
 
     def decide(self, mode: str, call: Call) -> Verdict:
-        """``decide_call`` with this policy's rules."""
-        return decide_call(mode, call, self.rules)
+        """``decide_call`` with this policy's rules; a file reached through another name
+        (a hard link) is denied when a deny rule covers any of its names."""
+        verdict = decide_call(mode, call, self.rules)
+        if verdict.decision == "deny" or not call.paths:
+            return verdict
+        workspace = os.path.realpath(self.workspace or os.getcwd())
+        others = tuple(p for a, _ in call.paths for p in other_names(a, workspace))
+        if others:
+            denies = [r for r in self.rules if r.action == "deny"]
+            linked = decide_call(mode, Call(call.tool, call.access, paths=others), denies)
+            if linked.decision == "deny" and linked.source != "mode":
+                return linked
+        return verdict
+
+    def read_deny_globs(self) -> tuple[str, ...]:
+        """The globs of the ``read`` deny rules, absolute or relative to the workspace, for
+        the sandbox to hide from commands (``SandboxPolicy.read_deny``)."""
+        out = []
+        for rule in self.rules:
+            if rule.action == "deny" and rule.kind == "read" and rule.pattern is not None:
+                pattern = _expand_home(rule.pattern, None)
+                out.append(pattern if pattern.startswith("/") or "/" in pattern else "**/" + pattern)
+        return tuple(dict.fromkeys(out))
 
     def filter_listing(self, tool: str, content: str) -> str:
         """Drop the lines of a ``grep``/``glob`` result whose file a ``read`` deny rule
@@ -481,7 +420,8 @@ class Policy:
             rel = line.split(":", 1)[0] if tool == "grep" else line
             abs_path = os.path.realpath(os.path.join(workspace, rel))
             rel_path = os.path.relpath(abs_path, workspace) if _within(abs_path, workspace) else None
-            rule = next((r for r in denies if _path_matches(r, abs_path, rel_path)), None) if rel else None
+            names = [(abs_path, rel_path), *other_names(abs_path, workspace)] if rel else []
+            rule = next((r for r in denies for a, p in names if _path_matches(r, a, p)), None)
             if rule is None:
                 kept.append(line)
             else:

@@ -211,15 +211,15 @@ def build_agent(
     except AgentError as exc:
         raise BadRequest(str(exc)) from exc
     mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if os.uname().sysname == "Darwin" else "bwrap")
+    policy = permission_policy(deps.paths, req, workspace)
     ctx = ToolContext(
         workspace=workspace,
         env=tool_env(),
-        sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval)),
+        sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval), read_deny=policy.read_deny_globs()),
         state_dir=deps.paths.state,
         agent_id=agent_id,
         blackboard=session.blackboard,
     )
-    policy = permission_policy(deps.paths, req, workspace)
     blobs = BlobStore(deps.paths.blobs)
     agent = Agent(
         agent_id=agent_id,

@@ -80,12 +80,15 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     ``profile`` is ``workspace-write`` (the workspace writable) or ``read-only`` (the
     workspace mounted read-only, for plan mode and ``--approval read-only``).
     ``mode`` is ``bwrap``, ``seatbelt`` or ``off`` (only when the person chose it).
+    ``read_deny`` holds the globs of the ``read`` deny rules (absolute, or relative to
+    the workspace); what they match is hidden from commands (``sandbox.hidden_paths``).
     """
 
     mode: str = "bwrap"
     profile: str = "workspace-write"
     network: bool = False
     writable_roots: tuple[str, ...] = ()
+    read_deny: tuple[str, ...] = ()
 
 
 class ToolContext(msgspec.Struct):

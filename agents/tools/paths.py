@@ -62,6 +62,7 @@ def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path") -> P
     roots = allowed_roots(ctx)
     workspace = roots[0]
     raw = _unescape_bytes(raw, workspace)
+    raw = _home(raw, ctx, what)
     joined = os.path.join(workspace, raw)  # an absolute raw replaces the workspace
     lexical = os.path.normpath(joined)
     if not _within_any(lexical, roots):
@@ -94,6 +95,20 @@ def _unescape_bytes(raw: str, workspace: str) -> str:
     if "\\x" not in raw or os.path.lexists(os.path.join(workspace, raw)):
         return raw
     return unescape_bytes(raw)
+
+
+def _home(raw: str, ctx: ToolContext, what: str) -> str:
+    """``~`` and ``~/...`` mean the home directory (checked against the roots like any
+    absolute path), never a folder named ``~``; ``~user`` is refused."""
+    if not raw.startswith("~"):
+        return raw
+    if raw == "~" or raw.startswith("~/"):
+        home = ctx.env.get("HOME") or os.path.expanduser("~")
+        return home.rstrip("/") + raw[1:]
+    raise PathRefused(
+        f"`{what}` {raw} names another user's home directory; give a path inside the workspace "
+        "(to name a file called ~..., write ./" + raw + ")"
+    )
 
 
 def display_path(path: Path, ctx: ToolContext) -> str:
