@@ -144,8 +144,10 @@ class Connection:
             case p.CollectSessions():
                 from .collect import collect
 
-                removed, freed, kept = collect(self.index, self.paths.state, self.paths.blobs, msg.older_than_s, msg.dry_run)
-                await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed, kept=kept))
+                removed, freed, kept, sizes = collect(self.index, self.paths.state, self.paths.blobs, msg.older_than_s,
+                                                      msg.dry_run)
+                await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed, kept=kept,
+                                            session_bytes=sizes))
             case p.ListModels():
                 await self.send(p.Models(id=msg.id, models=list_models(self.paths.config)))
             case p.InspectWorkspace():

@@ -608,12 +608,14 @@ class Applied(_Msg, tag="applied"):
 
 
 class Collected(_Msg, tag="collected"):
-    """``kept``: one line per session kept back and why (a worktree with uncommitted work)."""
+    """``kept``: one line per session kept back and why (a worktree with uncommitted work);
+    ``session_bytes``: the size of each of ``sessions`` (its log and worktrees), in order."""
 
     id: int
     sessions: list[str]
     bytes_freed: int = 0
     kept: list[str] = []
+    session_bytes: list[int] = []
 
 
 class StatusReply(_Msg, tag="status_reply"):
