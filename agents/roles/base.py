@@ -89,8 +89,7 @@ class BackgroundAgent:
                 self.state = f"restarting after {attempt + 1} failure(s)"
                 if attempt == 0:
                     try:
-                        self.record("agent_failed", role=self.role, error=error, retry_in_s=backoff,
-                                    max_restarts=MAX_RESTARTS)
+                        self.record("agent_failed", role=self.role, error=error, retry_in_s=backoff)
                     except (OSError, ValueError):  # the log cannot take it: stop, quietly
                         return
                 await anyio.sleep(backoff)

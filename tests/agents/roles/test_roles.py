@@ -10,6 +10,7 @@ import anyio
 import pytest
 from musec.agents.blackboard import Blackboard
 from musec.agents.roles import ROLES, BackgroundAgent, Reviewer, Scout, Verifier, make_roles
+from musec.agents.roles.base import MAX_RESTARTS
 
 pytestmark = pytest.mark.anyio
 
@@ -106,6 +107,28 @@ async def test_a_failing_role_is_reported_and_restarted(recorder, closing, tmp_p
     [failed] = recorder.of_type("agent_failed")
     assert failed == {"seq": 0, "agent": "flaky", "type": "agent_failed", "role": "flaky",
                       "error": "RuntimeError: boom", "retry_in_s": 1.0}
+
+
+async def test_a_role_that_keeps_failing_is_reported_once_and_stops(recorder, closing, tmp_path: Path) -> None:
+    """Issue 13, case 7: the scout crash-looped forever, printing each failure."""
+
+    class Broken(BackgroundAgent):
+        role = "broken"
+        first_backoff_s = 0.001
+        runs = 0
+
+        async def run(self) -> None:
+            self.runs += 1
+            raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
+
+    role = Broken(recorder, None, tmp_path)
+    closing(role)
+    with anyio.fail_after(30):
+        await role.supervise()
+    assert role.runs == MAX_RESTARTS + 1 and role.ready.is_set()
+    [failed] = recorder.of_type("agent_failed")
+    assert "UnicodeEncodeError" in failed["error"]
+    assert role.state.startswith(f"failed {MAX_RESTARTS + 1} times, stopped")
 
 
 async def test_a_full_inbox_is_noted_not_blocking(recorder, closing, tmp_path: Path) -> None:
