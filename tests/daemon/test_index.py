@@ -93,10 +93,11 @@ def test_collect_removes_old_ended_sessions_and_unreferenced_blobs(state: Path) 
     _log(sessions, "new", _started(9e12))  # updated in the future: never old enough
     index = SessionIndex(sessions, {"live": Live("running"), "keeps": Live("idle")})
 
-    assert collect(index, state, blobs, DAY_S, dry_run=True) == (["old"], 0, [])
+    size = old.stat().st_size + old.with_name("old.jsonl.torn").stat().st_size
+    assert collect(index, state, blobs, DAY_S, dry_run=True) == (["old"], size, [], [size])  # with sizes
     assert old.exists()  # a dry run removes nothing
 
-    removed, freed, kept = collect(index, state, blobs, DAY_S, dry_run=False)
+    removed, freed, kept, _sizes = collect(index, state, blobs, DAY_S, dry_run=False)
     assert (removed, kept) == (["old"], [])
     assert not old.exists() and not old.with_name("old.jsonl.torn").exists()
     assert {p.stem for p in sessions.glob("*.jsonl")} == {"live", "keeps", "new"}
