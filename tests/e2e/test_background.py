@@ -210,28 +210,3 @@ def test_a_slow_suite_never_holds_the_main_agent_back(musec: Musec, tmp_path: Pa
     events = [json.loads(x) for x in musec("log", json.loads(proc.stdout)["session_id"], "--json").stdout.splitlines()]
     assert not [e for e in events if e["type"] == "test_run" and not e.get("narrowed")]  # the baseline never ended
     assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "finished"
-
-
-PLAIN_TESTS = '''from pager import page
-
-
-def test_first_page():
-    assert page(list(range(10)), 1, 3) == [0, 1, 2]
-'''
-
-
-def test_verifier_collects_plain_pytest_functions(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
-    """Issue 13, case 10: plain pytest functions and no pytest configuration; unittest
-    ran 0 of them and the verifier recorded a failing repository as green (so it never
-    saw a regression either). The first turn waits for the baseline, so it is in the log."""
-    (buggy_repo / "test_pager.py").write_text(PLAIN_TESTS)
-    script = tmp_path / "s.json"
-    script.write_text(json.dumps({"turns": [[{"text": "done"}]]}))
-    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "verifier",
-                 "--output-format", "json", "go", cwd=buggy_repo)
-    assert proc.returncode == 0, proc.stderr
-    sid = json.loads(proc.stdout)["session_id"]
-    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
-    baseline = next(e for e in events if e["type"] == "test_run")
-    assert baseline["trigger"] == "baseline" and "pytest" in baseline["command"]
-    assert baseline["passed"] is False and baseline["failing_tests"] == ["test_pager.py::test_first_page"]

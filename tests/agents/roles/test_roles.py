@@ -131,6 +131,34 @@ async def test_a_role_that_keeps_failing_is_reported_once_and_stops(recorder, cl
     assert role.state.startswith(f"failed {MAX_RESTARTS + 1} times, stopped")
 
 
+async def test_the_verifier_runs_plain_pytest_functions_with_pytest(recorder, closing, tmp_path: Path) -> None:
+    """Issue 13, case 10: plain pytest functions and no pytest configuration; unittest ran
+    0 of them and the verifier recorded a failing repository as green."""
+    (tmp_path / "pager.py").write_text("def page(items, number, size):\n    return items[number * size:][:size]\n")
+    (tmp_path / "test_pager.py").write_text(
+        "from pager import page\n\n\ndef test_first_page():\n    assert page(list(range(10)), 1, 3) == [0, 1, 2]\n")
+    done = anyio.Event()
+    record = recorder.record
+
+    def watch(type: str, **fields: Any) -> dict[str, Any]:
+        event = record(type, **fields)
+        if type == "test_run" and fields.get("trigger") == "baseline":
+            done.set()
+        return event
+
+    recorder.record = watch
+    verifier = Verifier(recorder, None, tmp_path)
+    closing(verifier)
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(verifier.run)
+            await done.wait()
+            tg.cancel_scope.cancel()
+    [baseline] = [e for e in recorder.of_type("test_run") if e["trigger"] == "baseline"]
+    assert "pytest" in baseline["command"] and baseline["passed"] is False
+    assert baseline["failing_tests"] == ["test_pager.py::test_first_page"]
+
+
 async def test_a_full_inbox_is_noted_not_blocking(recorder, closing, tmp_path: Path) -> None:
     from musec.agents.roles.base import INBOX_EVENTS
 
