@@ -180,12 +180,22 @@ _NO_TESTS = re.compile(
 )
 
 
+_CARGO_COUNT = re.compile(r"^running (\d+) tests?$", re.MULTILINE)
+_GO_RAN = re.compile(r"^(?:ok|FAIL|---)\s", re.MULTILINE)
+
+
 def no_tests_ran(argv: Sequence[str], exit_status: int | None, output: str) -> bool:
     """Whether a test run collected no test: pytest's exit status 5, or the words
-    unittest (``Ran 0 tests``, ``NO TESTS RAN``), pytest or jest print for it."""
+    unittest (``Ran 0 tests``, ``NO TESTS RAN``), pytest or jest print for it, cargo's
+    ``running 0 tests`` for every test binary, or go's ``[no test files]`` for every package."""
     if exit_status == 5 and any("pytest" in part for part in argv):
         return True
-    return bool(_NO_TESTS.search(output))
+    if _NO_TESTS.search(output):
+        return True
+    counts = _CARGO_COUNT.findall(output)  # cargo: one "running N tests" per test binary
+    if counts and all(n == "0" for n in counts):
+        return True
+    return "[no test files]" in output and not _GO_RAN.search(output)  # go: no package has tests
 
 
 def failing_tests(output: str, limit: int = 50) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from musec.agents.workers import TestCommand, detect_test_command, failing_tests, run_tests
+from musec.agents.workers.testcmd import no_tests_ran
 
 
 @pytest.mark.parametrize(
@@ -167,3 +168,15 @@ async def test_a_run_with_tests_is_not_taken_for_an_empty_one(tmp_path: Path) ->
     (tmp_path / "test_one.py").write_text(UNITTEST)
     run = await run_tests(TestCommand((sys.executable, "-m", "unittest"), "t"), tmp_path, timeout_s=60)
     assert run.passed and not run.no_tests_ran
+
+
+@pytest.mark.parametrize("argv, status, output, empty", [
+    (("cargo", "test"), 0, "running 0 tests\n\ntest result: ok. 0 passed\n\nrunning 0 tests\n", True),
+    (("cargo", "test"), 0, "running 0 tests\n\nrunning 2 tests\ntest a ... ok\n", False),
+    (("go", "test", "./..."), 0, "?   \texample.com/x\t[no test files]\n", True),
+    (("go", "test", "./..."), 0, "?   \texample.com/x\t[no test files]\nok  \texample.com/y\t0.01s\n", False),
+    (("npm", "test"), 1, "No tests found, exiting with code 1\n", True),
+    (("make", "test"), 0, "all good\n", False),
+])
+def test_no_tests_ran_in_other_runners(argv: tuple[str, ...], status: int, output: str, empty: bool) -> None:
+    assert no_tests_ran(argv, status, output) is empty
