@@ -65,7 +65,7 @@ ErrorCode = Literal[
     "protocol_mismatch", "internal", "already_resolved",
 ]
 """``Error.code``: the condition, by name (each ``DaemonError`` subclass has one)."""
-ApplyHow = Literal["fast-forward", "merge", "up-to-date"]
+ApplyHow = Literal["fast-forward", "merge", "commit", "up-to-date"]
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
@@ -597,7 +597,8 @@ class Workers(_Msg, tag="workers"):
 
 
 class Applied(_Msg, tag="applied"):
-    """``how``: fast-forward, merge or up-to-date."""
+    """``how``: fast-forward, merge, commit (the workers' changes as one commit, the
+    person's uncommitted work left uncommitted) or up-to-date."""
 
     id: int
     session_id: str
