@@ -8,6 +8,10 @@ tools they cover:
 | ``bash``         | ``bash``                    | each simple command of the command line   |
 | ``edit``/``write`` | ``edit_file``, ``write_file`` | the path, relative to the workspace     |
 | ``read``         | ``read_file``, ``glob``, ``grep`` | the path (``glob``/``grep``: the search base) |
+| ``net``          | (commands' connections)     | ``host:port`` through the session's proxy |
+
+``net(HOST)``, ``net(HOST:PORT)``, ``net(*.example.org)``: the network of commands is closed
+unless a ``net`` rule opens it for a host (``decide_host``); ``daemon/netproxy.py`` applies it.
 
 Command patterns: ``*`` is any run of characters, ``?`` one character, ``\\`` escapes; a
 trailing `` *`` also matches the bare command (``pytest *`` matches ``pytest``). The
@@ -60,6 +64,7 @@ __all__ = [
     "Verdict",
     "command_segments",
     "decide_call",
+    "decide_host",
     "parse_rule",
     "rules_for_call",
 ]
@@ -70,6 +75,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "edit": ("edit_file", "write_file"),
     "write": ("edit_file", "write_file"),
     "read": ("read_file", "glob", "grep"),
+    "net": (),  # no tool: the connections commands make through the session's proxy
 }
 _KIND_OF_TOOL = {tool: kind for kind, tools in KINDS.items() if kind != "write" for tool in tools}
 _MCP_RULE = re.compile(r"\s*(mcp__[A-Za-z0-9_*?\[\]-]+)\s*")
@@ -130,7 +136,7 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
         raise RuleError(f"rule {text!r} is malformed: {hint}; write rules like {EXAMPLES}")
     kind, pattern = m.group(1).lower(), m.group(2)
     if kind not in KINDS:
-        raise RuleError(f"rule {text!r} names unknown tool kind {kind!r}; use bash(...), edit(...), write(...) or read(...)")
+        raise RuleError(f"rule {text!r} names unknown tool kind {kind!r}; use bash(...), edit(...), write(...), read(...) or net(...)")
     if pattern is not None:
         pattern = pattern.strip()
         if not pattern:
@@ -141,6 +147,8 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
     if pattern is not None:
         if kind == "bash":
             regex = command_regex(pattern)
+        elif kind == "net":
+            regex = _host_regex(text, pattern)
         else:
             expanded = _expand_home(pattern, home)
             absolute = expanded.startswith("/")
@@ -149,6 +157,33 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
             except ValueError as exc:
                 raise RuleError(f"rule {text!r}: {exc}") from None
     return Rule(text.strip(), action, kind, pattern, source, origin, regex, absolute, KINDS[kind])
+
+
+_HOST_PATTERN = re.compile(r"[A-Za-z0-9*.\-]+|\[[0-9A-Fa-f:.]+\]")
+
+
+def _host_regex(text: str, pattern: str) -> re.Pattern[str]:
+    """``HOST`` or ``HOST:PORT``; ``*`` in the host is any run of characters
+    (``*.example.org`` is every subdomain, not ``example.org`` itself). Matched against
+    ``host:port`` in lower case; without a port, any port."""
+    host, _, port = pattern.rpartition(":") if not pattern.endswith("]") and ":" in pattern else (pattern, "", "")
+    if not _HOST_PATTERN.fullmatch(host) or (port and not port.isdigit()):
+        raise RuleError(f"rule {text!r}: write a host name, HOST:PORT or *.DOMAIN, e.g. net(pypi.org), "
+                        f"net(*.example.org), net(127.0.0.1:8080)")
+    body = "[^:]*".join(re.escape(piece) for piece in host.lower().split("*"))
+    return re.compile(body + ":" + (re.escape(port) if port else r"\d+"))
+
+
+def decide_host(host: str, port: int, rules: Sequence[Rule]) -> Verdict:
+    """Whether a command may connect to ``host:port`` through the session's proxy: the
+    ``net`` rules, deny over ask over allow; with no rule matching, the network stays
+    closed (deny, ``source`` ``mode``)."""
+    target = f"{host.lower().rstrip('.')}:{port}"
+    for action in ACTIONS[::-1]:  # deny, ask, allow
+        for rule in rules:
+            if rule.kind == "net" and rule.action == action and (rule.regex is None or rule.regex.fullmatch(target)):
+                return Verdict(action, rule.text, rule.source, rule.origin)  # type: ignore[arg-type]
+    return Verdict("deny")
 
 
 def _expand_home(pattern: str, home: str | None) -> str:
@@ -403,6 +438,15 @@ class Policy:
                 pattern = _expand_home(rule.pattern, None)
                 out.append(pattern if pattern.startswith("/") or "/" in pattern else "**/" + pattern)
         return tuple(dict.fromkeys(out))
+
+    def decide_host(self, host: str, port: int) -> Verdict:
+        """``decide_host`` with this policy's rules."""
+        return decide_host(host, port, self.rules)
+
+    @property
+    def network_rules(self) -> bool:
+        """Whether any rule may open the network (an allow or ask ``net`` rule)."""
+        return any(r.kind == "net" and r.action != "deny" for r in self.rules)
 
     def filter_listing(self, tool: str, content: str) -> str:
         """Drop the lines of a ``grep``/``glob`` result whose file a ``read`` deny rule

@@ -215,7 +215,8 @@ def build_agent(
     ctx = ToolContext(
         workspace=workspace,
         env=tool_env(),
-        sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval), read_deny=policy.read_deny_globs()),
+        sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval), read_deny=policy.read_deny_globs(),
+                              proxy_socket=net_proxy_socket(session, policy) if mode == "bwrap" else ""),
         state_dir=deps.paths.state,
         agent_id=agent_id,
         blackboard=session.blackboard,
@@ -239,6 +240,46 @@ def build_agent(
     )
     agent.policy = policy
     return agent
+
+
+def net_proxy_socket(session: Any, policy: Any) -> str:
+    """The socket of the session's network proxy, made when the first agent's rules open
+    the network for some host (``net(...)``); empty while the network stays closed."""
+    if session.net_proxy is None:
+        if not policy.network_rules:
+            return ""
+        from .netproxy import NetProxy
+
+        session.net_proxy = NetProxy(policy.decide_host, session.record, ask=_net_asker(session, policy))
+    return str(session.net_proxy.socket_path)
+
+
+def _net_asker(session: Any, policy: Any) -> Any:
+    """How an ask ``net`` rule is asked: like a tool call's approval (the same events and
+    answers, tool ``net``, call ids ``net-N``); a headless run denies. "Always" allows the
+    host and port for the rest of the session."""
+    import itertools
+    from types import SimpleNamespace
+
+    from musec.agents.errors import AgentError
+    from musec.agents.permissions import parse_rule
+
+    numbers = itertools.count(1)
+
+    async def ask(host: str, port: int, verdict: Any) -> bool:
+        call = SimpleNamespace(id=f"net-{next(numbers)}", name="net", input={"host": host, "port": port})
+        session.record("approval_requested", call_id=call.id, tool="net", input=call.input, sync=True,
+                       rule=verdict.rule, source=verdict.source)
+        try:
+            answer, by = await session.ask("main", call, None)
+        except AgentError:  # NeedsApproval: nobody can answer in a headless run
+            answer, by = "deny", "mode"
+        session.record("approval_resolved", call_id=call.id, decision=answer, by=by, sync=True)
+        if answer == "always":
+            policy.rules.append(parse_rule(f"net({host}:{port})", "allow", origin="always allow"))
+        return answer in ("allow", "always")
+
+    return ask
 
 
 class TrustRequired(BadRequest):

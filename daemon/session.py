@@ -75,6 +75,7 @@ class Session:
         self.hooks: Any = None  # agents.hooks.Hooks, when any are configured
         self.mcp: Any = None  # agents.mcp.McpManager, when servers are configured
         self.skills_loaded: set[str] = set()
+        self.net_proxy: Any = None  # daemon.netproxy.NetProxy, when net rules open the network
         self.resume_fanout: tuple[list[dict[str, Any]], set[str]] | None = None
         self.status = "running"
         self.ended = anyio.Event()
@@ -258,6 +259,8 @@ class Session:
         async with anyio.create_task_group() as tg:
             self._background_scope = tg.cancel_scope
             await self._start_mcp(tg)
+            if self.net_proxy is not None:
+                await tg.start(self.net_proxy.serve)  # bound before any command can run
             for name, agent in self.background.items():
                 await self.lifecycle("AgentStart", {"agent_type": name}, agent=name)
                 tg.start_soon(agent.supervise)

@@ -82,6 +82,9 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     ``mode`` is ``bwrap``, ``seatbelt`` or ``off`` (only when the person chose it).
     ``read_deny`` holds the globs of the ``read`` deny rules (absolute, or relative to
     the workspace); what they match is hidden from commands (``sandbox.hidden_paths``).
+    ``proxy_socket``: the session's network proxy (``daemon/netproxy.py``) when ``net``
+    rules open the network for some hosts; with bwrap the network stays unshared and
+    commands reach the proxy through ``netbridge``.
     """
 
     mode: str = "bwrap"
@@ -89,6 +92,7 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     network: bool = False
     writable_roots: tuple[str, ...] = ()
     read_deny: tuple[str, ...] = ()
+    proxy_socket: str = ""
 
 
 class ToolContext(msgspec.Struct):

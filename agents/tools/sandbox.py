@@ -190,11 +190,25 @@ def bwrap_argv(
         argv += ["--bind-try", root, root]
     for path, is_dir in hidden_paths(policy.read_deny, ws) if policy.read_deny else ():
         argv += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
+    if policy.proxy_socket and not policy.network:
+        folder = os.path.dirname(policy.proxy_socket)
+        argv += ["--bind", folder, folder]
+        command = [_system_python(), "-I", "-c", _bridge_source(), policy.proxy_socket, *command]
     argv.append("--clearenv")
     for key, value in sorted(scrub_env(env).items()):
         argv += ["--setenv", key, value]
     argv += ["--chdir", ws, "--", *command]
     return argv
+
+
+def _system_python() -> str:
+    """A ``python3`` the sandbox sees (the system's: a venv under /tmp is hidden there)."""
+    return shutil.which("python3", path=DEFAULT_PATH) or "python3"
+
+
+def _bridge_source() -> str:
+    """The source of ``netbridge`` (run with ``-c``: nothing of musec need be importable)."""
+    return (Path(__file__).with_name("netbridge.py")).read_text(encoding="utf-8")
 
 
 def bwrap_failure(output: str, *, bwrap: str) -> SandboxUnavailable:

@@ -287,3 +287,21 @@ def test_mcp_rules_name_tools_by_glob() -> None:
     assert decide_call("read-only", call("mcp__docs__search"), rules).decision == "deny"
     assert not rules[0].covers("bash") and not parse_rule("bash", "deny").covers("mcp__github__x")
     assert rules_for_call(call("mcp__docs__search"), "/ws") == ["mcp__docs__search"]
+
+
+def test_net_rules_decide_by_host_and_port() -> None:
+    from musec.agents.permissions import decide_host
+
+    rules = [parse_rule("net(*.example.org)", "allow"), parse_rule("net(packages.example.com)", "allow"),
+             parse_rule("net(127.0.0.1:8080)", "ask"), parse_rule("net(bad.example.org)", "deny")]
+    assert decide_host("pypi.example.org", 443, rules).rule == "net(*.example.org)"
+    assert decide_host("PACKAGES.example.com", 80, rules).decision == "allow"
+    assert decide_host("example.org", 443, rules).decision == "deny"  # *. needs a subdomain
+    assert decide_host("bad.example.org", 443, rules).rule == "net(bad.example.org)"  # deny wins
+    assert decide_host("127.0.0.1", 8080, rules).decision == "ask"
+    closed = decide_host("127.0.0.1", 8081, rules)
+    assert (closed.decision, closed.source) == ("deny", "mode")  # no rule: the network stays closed
+    assert decide_host("anything", 1, [parse_rule("net", "allow")]).decision == "allow"
+    for bad in ("net(http://x.org)", "net(x.org:port)", "net(a b)"):
+        with pytest.raises(RuleError, match="net\\(pypi.org\\)"):
+            parse_rule(bad, "allow")
