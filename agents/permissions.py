@@ -8,10 +8,7 @@ tools they cover:
 | ``bash``         | ``bash``                    | each simple command of the command line   |
 | ``edit``/``write`` | ``edit_file``, ``write_file`` | the path, relative to the workspace     |
 | ``read``         | ``read_file``, ``glob``, ``grep`` | the path (``glob``/``grep``: the search base) |
-| ``net``          | (commands' connections)     | ``host:port`` through the session's proxy |
-
-``net(HOST)``, ``net(HOST:PORT)``, ``net(*.example.org)``: the network of commands is closed
-unless a ``net`` rule opens it for a host (``decide_host``); ``daemon/netproxy.py`` applies it.
+| ``net``          | (commands' connections: ``decide_host``, ``daemon/netproxy.py``) | ``host:port`` (``netrules``) |
 
 Command patterns: ``*`` is any run of characters, ``?`` one character, ``\\`` escapes; a
 trailing `` *`` also matches the bare command (``pytest *`` matches ``pytest``). The
@@ -52,6 +49,7 @@ from .approval import Decision, decide
 from .commandrules import command_regex, command_segments, deny_candidates, normalize, other_names
 from .core.errors import AgentError
 from .shellsplit import split_commands
+from .netrules import host_regex
 from .tools.globmatch import compile_glob
 
 __all__ = [
@@ -148,7 +146,10 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
         if kind == "bash":
             regex = command_regex(pattern)
         elif kind == "net":
-            regex = _host_regex(text, pattern)
+            try:
+                regex = host_regex(pattern)
+            except ValueError as exc:
+                raise RuleError(f"rule {text!r}: {exc}") from None
         else:
             expanded = _expand_home(pattern, home)
             absolute = expanded.startswith("/")
@@ -157,21 +158,6 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
             except ValueError as exc:
                 raise RuleError(f"rule {text!r}: {exc}") from None
     return Rule(text.strip(), action, kind, pattern, source, origin, regex, absolute, KINDS[kind])
-
-
-_HOST_PATTERN = re.compile(r"[A-Za-z0-9*.\-]+|\[[0-9A-Fa-f:.]+\]")
-
-
-def _host_regex(text: str, pattern: str) -> re.Pattern[str]:
-    """``HOST`` or ``HOST:PORT``; ``*`` in the host is any run of characters
-    (``*.example.org`` is every subdomain, not ``example.org`` itself). Matched against
-    ``host:port`` in lower case; without a port, any port."""
-    host, _, port = pattern.rpartition(":") if not pattern.endswith("]") and ":" in pattern else (pattern, "", "")
-    if not _HOST_PATTERN.fullmatch(host) or (port and not port.isdigit()):
-        raise RuleError(f"rule {text!r}: write a host name, HOST:PORT or *.DOMAIN, e.g. net(pypi.org), "
-                        f"net(*.example.org), net(127.0.0.1:8080)")
-    body = "[^:]*".join(re.escape(piece) for piece in host.lower().split("*"))
-    return re.compile(body + ":" + (re.escape(port) if port else r"\d+"))
 
 
 def decide_host(host: str, port: int, rules: Sequence[Rule]) -> Verdict:
@@ -438,15 +424,6 @@ class Policy:
                 pattern = _expand_home(rule.pattern, None)
                 out.append(pattern if pattern.startswith("/") or "/" in pattern else "**/" + pattern)
         return tuple(dict.fromkeys(out))
-
-    def decide_host(self, host: str, port: int) -> Verdict:
-        """``decide_host`` with this policy's rules."""
-        return decide_host(host, port, self.rules)
-
-    @property
-    def network_rules(self) -> bool:
-        """Whether any rule may open the network (an allow or ask ``net`` rule)."""
-        return any(r.kind == "net" and r.action != "deny" for r in self.rules)
 
     def filter_listing(self, tool: str, content: str) -> str:
         """Drop the lines of a ``grep``/``glob`` result whose file a ``read`` deny rule

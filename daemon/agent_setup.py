@@ -246,11 +246,14 @@ def net_proxy_socket(session: Any, policy: Any) -> str:
     """The socket of the session's network proxy, made when the first agent's rules open
     the network for some host (``net(...)``); empty while the network stays closed."""
     if session.net_proxy is None:
-        if not policy.network_rules:
+        if not any(r.kind == "net" and r.action != "deny" for r in policy.rules):
             return ""
+        from musec.agents.permissions import decide_host
+
         from .netproxy import NetProxy
 
-        session.net_proxy = NetProxy(policy.decide_host, session.record, ask=_net_asker(session, policy))
+        session.net_proxy = NetProxy(lambda host, port: decide_host(host, port, policy.rules), session.record,
+                                     ask=_net_asker(session, policy))
     return str(session.net_proxy.socket_path)
 
 

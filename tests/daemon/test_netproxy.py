@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
-from musec.agents.permissions import Policy, parse_rule
+from musec.agents.permissions import decide_host, parse_rule
 from musec.daemon.netproxy import NetProxy
 
 pytestmark = pytest.mark.anyio
@@ -45,8 +45,8 @@ async def test_connect_is_tunnelled_to_allowed_hosts_only() -> None:
     events: list[tuple[str, dict[str, Any]]] = []
     async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
-        policy = Policy(rules=[parse_rule(f"net(127.0.0.1:{port})", "allow")])
-        proxy = NetProxy(policy.decide_host, lambda type, **fields: events.append((type, fields)))
+        rules = [parse_rule(f"net(127.0.0.1:{port})", "allow")]
+        proxy = NetProxy(lambda host, p: decide_host(host, p, rules), lambda type, **fields: events.append((type, fields)))
         async with anyio.create_task_group() as tg:
             tg.start_soon(listener.serve, _echo)
             await tg.start(proxy.serve)
@@ -76,8 +76,8 @@ async def test_an_ask_rule_is_put_to_the_asker() -> None:
     async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
         listening.append(port)
-        policy = Policy(rules=[parse_rule("net(127.0.0.1)", "ask")])
-        proxy = NetProxy(policy.decide_host, lambda type, **fields: events.append(fields), ask=ask)
+        rules = [parse_rule("net(127.0.0.1)", "ask")]
+        proxy = NetProxy(lambda host, p: decide_host(host, p, rules), lambda type, **fields: events.append(fields), ask=ask)
         async with anyio.create_task_group() as tg:
             tg.start_soon(listener.serve, _echo)
             await tg.start(proxy.serve)
