@@ -8,7 +8,7 @@ tools they cover:
 | ``bash``         | ``bash``                    | each simple command of the command line   |
 | ``edit``/``write`` | ``edit_file``, ``write_file`` | the path, relative to the workspace     |
 | ``read``         | ``read_file``, ``glob``, ``grep`` | the path (``glob``/``grep``: the search base) |
-| ``net``          | (commands' connections: ``decide_host``, ``daemon/netproxy.py``) | ``host:port`` (``netrules``) |
+| ``net``          | (commands' connections: ``netrules``, ``daemon/netproxy.py``) | ``host:port`` |
 
 Command patterns: ``*`` is any run of characters, ``?`` one character, ``\\`` escapes; a
 trailing `` *`` also matches the bare command (``pytest *`` matches ``pytest``). The
@@ -62,7 +62,6 @@ __all__ = [
     "Verdict",
     "command_segments",
     "decide_call",
-    "decide_host",
     "parse_rule",
     "rules_for_call",
 ]
@@ -146,10 +145,7 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
         if kind == "bash":
             regex = command_regex(pattern)
         elif kind == "net":
-            try:
-                regex = host_regex(pattern)
-            except ValueError as exc:
-                raise RuleError(f"rule {text!r}: {exc}") from None
+            regex = host_regex(pattern, text, RuleError)
         else:
             expanded = _expand_home(pattern, home)
             absolute = expanded.startswith("/")
@@ -158,18 +154,6 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
             except ValueError as exc:
                 raise RuleError(f"rule {text!r}: {exc}") from None
     return Rule(text.strip(), action, kind, pattern, source, origin, regex, absolute, KINDS[kind])
-
-
-def decide_host(host: str, port: int, rules: Sequence[Rule]) -> Verdict:
-    """Whether a command may connect to ``host:port`` through the session's proxy: the
-    ``net`` rules, deny over ask over allow; with no rule matching, the network stays
-    closed (deny, ``source`` ``mode``)."""
-    target = f"{host.lower().rstrip('.')}:{port}"
-    for action in ACTIONS[::-1]:  # deny, ask, allow
-        for rule in rules:
-            if rule.kind == "net" and rule.action == action and (rule.regex is None or rule.regex.fullmatch(target)):
-                return Verdict(action, rule.text, rule.source, rule.origin)  # type: ignore[arg-type]
-    return Verdict("deny")
 
 
 def _expand_home(pattern: str, home: str | None) -> str:

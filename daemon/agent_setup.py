@@ -248,7 +248,7 @@ def net_proxy_socket(session: Any, policy: Any) -> str:
     if session.net_proxy is None:
         if not any(r.kind == "net" and r.action != "deny" for r in policy.rules):
             return ""
-        from musec.agents.permissions import decide_host
+        from musec.agents.netrules import decide_host
 
         from .netproxy import NetProxy
 

@@ -7,7 +7,7 @@ folder that the sandbox binds in; inside, ``agents/tools/netbridge.py`` listens 
 127.0.0.1 and forwards each connection to the socket, with ``HTTP_PROXY``/``HTTPS_PROXY``
 set for the command. The proxy speaks plain HTTP with an absolute URI (``GET
 http://host:port/path``) and HTTPS ``CONNECT host:port``; it decides by host name and port
-(``permissions.decide_host``), resolves the name itself, and logs every connection
+(``agents/netrules.decide_host``), resolves the name itself, and logs every connection
 (``net_connection``: host, port, decision, the rule). Nothing else leaves the sandbox.
 """
 
@@ -36,7 +36,7 @@ class NetProxy:
     """One session's proxy.
 
     Args:
-        decide: ``(host, port) -> Verdict`` (``permissions.decide_host`` over the rules).
+        decide: ``(host, port) -> Verdict`` (``netrules.decide_host`` over the rules).
         record: ``(type, **fields)``: where ``net_connection`` events go (the session).
         ask: ``(host, port, verdict) -> allowed`` for an ``ask`` rule (the session's
             approval, like a tool call's); None denies.

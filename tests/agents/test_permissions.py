@@ -290,7 +290,7 @@ def test_mcp_rules_name_tools_by_glob() -> None:
 
 
 def test_net_rules_decide_by_host_and_port() -> None:
-    from musec.agents.permissions import decide_host
+    from musec.agents.netrules import decide_host
 
     rules = [parse_rule("net(*.example.org)", "allow"), parse_rule("net(packages.example.com)", "allow"),
              parse_rule("net(127.0.0.1:8080)", "ask"), parse_rule("net(bad.example.org)", "deny")]

@@ -7,7 +7,8 @@ from typing import Any
 
 import anyio
 import pytest
-from musec.agents.permissions import decide_host, parse_rule
+from musec.agents.netrules import decide_host
+from musec.agents.permissions import parse_rule
 from musec.daemon.netproxy import NetProxy
 
 pytestmark = pytest.mark.anyio
