@@ -264,7 +264,7 @@ def _net_asker(session: Any, policy: Any) -> Any:
     import itertools
     from types import SimpleNamespace
 
-    from musec.agents.errors import AgentError
+    from musec.agents.core.errors import AgentError
     from musec.agents.permissions import parse_rule
 
     numbers = itertools.count(1)

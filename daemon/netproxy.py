@@ -95,7 +95,7 @@ class NetProxy:
         if decision == "ask":
             decision = "allow" if self.ask is not None and await self.ask(host, port, verdict) else "deny"
         self.record("net_connection", host=host, port=port, method=method.upper(), decision=decision,
-                    rule=verdict.rule, source=verdict.source)
+                    rule=verdict.rule, source=verdict.source, sync=True)  # write-ahead: it leaves the sandbox
         if decision != "allow":
             why = f"denied by the rule {verdict.rule}" if verdict.rule else "no net(...) rule allows it"
             return await _reply(client, 403, f"musec: the sandbox may not reach {host}:{port}: {why}")

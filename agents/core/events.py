@@ -48,7 +48,7 @@ from .conversation import Block
 __all__ = [
     "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalRequested", "ApprovalResolved", "BaselineSnapshot",
     "Conflict", "ConflictFile", "Durability", "Event", "FileEdited", "Integration", "IntegrationApplied", "KernelEvaluated",
-    "LogRepaired", "ModelRequest", "ModelResponse", "ModelRetry", "Persistence", "RateLimited", "RepoMap", "Review",
+    "LogRepaired", "ModelRequest", "ModelResponse", "ModelRetry", "NetConnection", "Persistence", "RateLimited", "RepoMap", "Review",
     "SessionEnded", "SessionResumed", "SessionStarted", "TestRun", "ToolFinished", "ToolInterrupted", "ToolStarted",
     "TurnEnded", "UnsetType", "UserMessage", "WorkerFinished", "WorkerSpawned", "decode_event", "event_type",
     "line_fields", "persistence",
@@ -293,6 +293,19 @@ class ToolInterrupted(Event, frozen=True, tag="tool_interrupted"):
     reason: str = "interrupted"
 
 
+class NetConnection(Event, frozen=True, tag="net_connection"):
+    """A sandboxed command asked the session's proxy for ``host``:``port`` (``method``:
+    CONNECT or the HTTP method); ``decision`` allow or deny, by the ``net(...)`` ``rule``
+    and its ``source`` (empty rule, source ``mode``: no rule opened it)."""
+
+    host: str = ""
+    port: int = 0
+    method: str = ""
+    decision: str = ""
+    rule: str = ""
+    source: str = ""
+
+
 # --- agents, workers, integration ---------------------------------------------------
 
 
@@ -454,7 +467,7 @@ class KernelEvaluated(Event, frozen=True, tag="kernel_evaluated"):
 AnyEvent = (
     SessionStarted | SessionResumed | LogRepaired | TurnEnded | SessionEnded
     | UserMessage | AgentMessage | ModelRequest | ModelResponse | ModelRetry | RateLimited
-    | ApprovalRequested | ApprovalResolved | ToolStarted | FileEdited | ToolFinished | ToolInterrupted
+    | ApprovalRequested | ApprovalResolved | ToolStarted | FileEdited | ToolFinished | ToolInterrupted | NetConnection
     | AgentSpawned | AgentFailed | WorkerSpawned | WorkerFinished | Integration | IntegrationApplied
     | TestRun | BaselineSnapshot | RepoMap | Review | KernelEvaluated
 )
@@ -519,13 +532,14 @@ def persistence(event: AnyEvent) -> Persistence:
     """How ``event`` is persisted and shown: the one place this is decided.
 
     Write-ahead: what announces a side effect or a wait (a tool starting, an approval
-    asked or answered, a worker's worktree, a message another agent acts on), the
+    asked or answered, a connection leaving the sandbox, a worker's worktree, a message
+    another agent acts on), the
     session's start, resume and end, and what later events build on. Everything else is
     group-committed. Every event reaches the attached clients.
     """
     match event:
         case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | UserMessage() | AgentMessage()
-              | ApprovalRequested() | ApprovalResolved() | ToolStarted() | ToolInterrupted() | AgentSpawned()
+              | ApprovalRequested() | ApprovalResolved() | ToolStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
               | WorkerSpawned() | Integration() | IntegrationApplied()):
             return _AHEAD
         case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from musec.agents.core.events import NetConnection, decode_event
+
 from tests.conftest import Musec
 
 WHEEL = "demo_pkg-1.0-py3-none-any.whl"
@@ -107,6 +109,7 @@ def test_net_rules_open_the_sandbox_to_allowed_hosts_only(musec: Musec, buggy_re
         assert {(e["port"], e["decision"], e["rule"]) for e in connections} == {
             (port, "allow", f"net(127.0.0.1:{port})"), (other, "deny", "")}
         assert all(e["host"] == "127.0.0.1" for e in connections)
+        assert all(isinstance(decode_event(json.dumps(e)), NetConnection) for e in connections)
 
 
 def test_an_ask_net_rule_is_an_approval_and_a_headless_run_denies_it(
