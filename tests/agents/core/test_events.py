@@ -19,7 +19,7 @@ from tests.support.events import samples
 #: order of their old call sites. Each keeps its ``h``; they are not one chain.
 OLD_LINES = (Path(__file__).parent / "old_lines.jsonl").read_bytes().splitlines()
 #: Types newer than the sessions the fixture was made from: no old line exists for them.
-NEW_SINCE_TYPED = {ev.KernelEvaluated, ev.BaselineSnapshot}
+NEW_SINCE_TYPED = {ev.KernelEvaluated, ev.BaselineSnapshot, ev.NetConnection}
 
 
 def _body(line: bytes) -> bytes:
