@@ -48,8 +48,8 @@ from typing import Any
 from .approval import Decision, decide
 from .commandrules import command_regex, command_segments, deny_candidates, normalize, other_names
 from .core.errors import AgentError
-from .shellsplit import split_commands
 from .netrules import host_regex
+from .shellsplit import split_commands
 from .tools.globmatch import compile_glob
 
 __all__ = [
