@@ -188,12 +188,14 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
         return agents[agent_id]
 
     requests = 0
+    digests: dict[str, PrefixDigest] = {}
     for ev in events:
         if ev.get("type") == "model_request":
-            agent = agent_for(ev.get("agent", "main"), ev)
+            agent_id = ev.get("agent", "main")
+            agent = agent_for(agent_id, ev)
             requests += 1
-            digest = request_digest(agent.build_request())
-            if digest != ev.get("digest"):
+            digest = digests.setdefault(agent_id, PrefixDigest()).digest(agent)
+            if digest != ev.get("digest") and request_digest(agent.build_request()) != ev.get("digest"):
                 problems.append(f"seq {ev['seq']}: the rebuilt request differs from the one the live run sent")
         for agent in agents.values():
             agent.history.apply(ev)
@@ -202,6 +204,63 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
     turns = sum(1 for ev in events if ev.get("type") == "model_response")
     return p.ReplayResult(id=request_id, session_id=sid, ok=not problems, events=len(events), model_requests=requests,
                           turns=turns, problems=problems, next_request_digest=next_digest)
+
+
+class PrefixDigest:
+    """``request_digest(agent.build_request())``, in time proportional to what changed.
+
+    A request's encoding is ``HEAD + m_0 + "," + m_1 + ... + m_last + TAIL``, where HEAD
+    ends with ``"messages":[`` and TAIL starts with ``]``. A history only appends
+    messages and replaces its last one (``History._user_block``), so every message but the
+    last is hashed once into a kept SHA-256 state; each request copies that state and adds
+    the last message and TAIL (issue 19: a 100k-event replay was quadratic in the digest).
+    The kept state is dropped, and the messages hashed again, when the history's list, the
+    head, or the last hashed message is not the one hashed before. Replay checks a
+    mismatch with the full ``request_digest`` before reporting it.
+    """
+
+    def __init__(self) -> None:
+        import hashlib
+
+        import msgspec
+
+        self._sha256 = hashlib.sha256
+        self._encode = msgspec.json.Encoder(order="deterministic").encode  # as conversation.request_digest
+        self._head = b""
+        self._state: Any = None
+        self._list: Any = None
+        self._count = 0
+        self._last: Any = None
+
+    def digest(self, agent: Any) -> str:
+        """The hex digest of the request ``agent`` would send next."""
+        messages = agent.history.messages
+        head, tail = self._head_and_tail(agent)
+        stable = len(messages) - 1  # the last message may still be replaced
+        if (self._state is None or head != self._head or messages is not self._list or stable < self._count
+                or (self._count and messages[self._count - 1] is not self._last)):
+            self._state, self._head, self._list, self._count, self._last = self._sha256(head), head, messages, 0, None
+        for m in messages[self._count:stable]:
+            self._state.update(b"," + self._encode(m) if self._count else self._encode(m))
+            self._count += 1
+            self._last = m
+        out = self._state.copy()
+        if stable >= 0:
+            out.update(b"," + self._encode(messages[-1]) if stable else self._encode(messages[-1]))
+        out.update(tail)
+        return out.hexdigest()
+
+    def _head_and_tail(self, agent: Any) -> tuple[bytes, bytes]:
+        """The request's encoding around its messages (the request built with none)."""
+        history = agent.history
+        kept, history.messages = history.messages, []
+        try:
+            empty = self._encode(agent.build_request())
+        finally:
+            history.messages = kept
+        marker = b'"messages":['
+        at = empty.index(marker + b"]") + len(marker)
+        return empty[:at], empty[at:]
 
 
 def _tools_for(agent_id: str, started: dict[str, Any]) -> list[Any]:

@@ -21,6 +21,8 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from .spawn import open_process
+
 __all__ = ["OutputBuffer", "ProcessExit", "run_process_group"]
 
 DEFAULT_KEEP_MAX_BYTES = 32 * 1024 * 1024
@@ -227,7 +229,7 @@ async def _start(argv: Sequence[str], cwd: Path | str, env: Mapping[str, str], *
     # its end of file says they have all exited, even those that redirected stdout.
     sentinel, child_end = socket.socketpair()
     try:
-        process = await anyio.open_process(
+        process = await open_process(  # vfork, not uvloop's fork of the whole daemon
             list(argv),
             stdin=subprocess.PIPE if pipe_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
