@@ -41,6 +41,9 @@ _json = msgspec.json.Encoder()
 _REDACTED = "[REDACTED]"
 # Shapes of provider keys: Anthropic sk-ant-..., OpenAI sk-..., sk-proj-...
 _KEY_PATTERNS = re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}|sk-(?:proj-)?[A-Za-z0-9_\-]{32,}")
+# The same shapes in encoded JSON: their characters are never escaped, so a key in a string
+# is these very bytes in the encoding (and a match outside a string cannot happen).
+_KEY_PATTERNS_BYTES = re.compile(_KEY_PATTERNS.pattern.encode("ascii"))
 
 
 def chain_hash(prev_h: str, body: bytes) -> str:
@@ -69,11 +72,28 @@ class Redactor:
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self._secrets: list[str] = sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True)
+        self._secrets: list[str] = []
+        self._encoded: list[bytes] = []
+        self.add(secrets)
 
     def add(self, secrets: Iterable[str]) -> None:
         merged = {s for s in secrets if s and len(s) >= 8} | set(self._secrets)
         self._secrets = sorted(merged, key=len, reverse=True)
+        # Each secret as it appears inside an encoded JSON string: msgspec escapes
+        # character by character, so a string holding the secret holds these bytes.
+        self._encoded = [_json.encode(s)[1:-1] for s in self._secrets]
+
+    def encode(self, value: Any) -> bytes:
+        """``value`` (builtins) as JSON with every secret redacted.
+
+        The encoded bytes are scanned first and the value is walked (``__call__``) only
+        when a secret or a key shape is in them: most events hold none, and the walk was
+        60% of an append (issue 19). Equal to ``_json.encode(self(value))`` for any value.
+        """
+        body = _json.encode(value)
+        if _KEY_PATTERNS_BYTES.search(body) or any(s in body for s in self._encoded):
+            return _json.encode(self(value))
+        return body
 
     def text(self, value: str) -> str:
         """``value`` with every secret and key-shaped run replaced."""
@@ -170,7 +190,7 @@ class EventLog:
         """The line (without newline) that ``append`` would write next, and its ``h``."""
         event: dict[str, Any] = {"seq": self.next_seq, "ts": round(time.time(), 6), "agent": agent, "type": type}
         event.update(fields)
-        body = _json.encode(self.redact(msgspec.to_builtins(event)))
+        body = self.redact.encode(msgspec.to_builtins(event))
         h = chain_hash(self.last_h, body)
         return body[:-1] + b',"h":"' + h.encode("ascii") + b'"}', h
 

@@ -55,3 +55,25 @@ def test_status_is_answered_while_a_large_log_is_verified(connect, musec) -> Non
     # On the event loop, the second status waited for the whole verification.
     assert len(latencies) >= 3, latencies
     assert statistics.median(latencies) < 250, latencies  # generous: ~1 ms on an idle machine
+
+
+def test_a_missing_sniffio_is_looked_for_once() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, importlib.abc\n"
+            "looked = []\n"
+            "class Spy(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        looked.append(name)\n"
+            "sys.meta_path.insert(0, Spy())\n"
+            "from musec.daemon.server import settle_missing_sniffio\n"
+            "import httpcore._synchronization as s\n"
+            "settle_missing_sniffio()\n"
+            "before = looked.count('sniffio')\n"
+            "async def main():\n"
+            "    return [s.current_async_library() for _ in range(5)]\n"
+            "import anyio\n"
+            "print(anyio.run(main), looked.count('sniffio') - before)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[-1] == "0"  # found once and kept, or missing and not searched for again

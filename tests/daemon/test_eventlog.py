@@ -435,3 +435,19 @@ def test_a_failed_write_leaves_whole_lines(tmp_path: Path, room: int) -> None:
     elog.append("session_ended")
     elog.close()
     assert verify(path).ok
+
+
+_SECRETS = ["s3cr3t-value", 'quo"te-secret\n', "sk-" + "a" * 40]
+_TEXTS = st.text(st.characters(codec="utf-8"), max_size=8) | st.sampled_from(_SECRETS).map(lambda s: "x" + s)
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | _TEXTS,
+                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXTS, inner, max_size=3),
+                       max_leaves=12)
+
+
+@SETTINGS
+@given(value=_VALUES)
+def test_scanning_the_encoding_first_redacts_exactly_as_walking_does(value: object) -> None:
+    from musec.daemon.eventlog import Redactor
+
+    redactor = Redactor(_SECRETS[:2])
+    assert redactor.encode(value) == msgspec.json.encode(redactor(value))
