@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 from _pairs import paired, print_ratios
-from musec.agents.conversation import TextBlock, ToolCallBlock, request_digest
+from musec.agents.core.conversation import TextBlock, ToolCallBlock, request_digest
 from musec.agents.history import History
 from musec.agents.loop import Agent
 from musec.agents.tools.base import ToolContext

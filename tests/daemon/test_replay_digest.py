@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from musec.agents.conversation import TextBlock, ToolCallBlock, request_digest
+from musec.agents.core.conversation import TextBlock, ToolCallBlock, request_digest
 from musec.agents.loop import Agent
 from musec.agents.tools import default_tools
 from musec.agents.tools.base import ToolContext
