@@ -73,8 +73,18 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
     assert run.timed_out and not run.passed and "killed after 0.5 s" in run.output
     stat = Path(f"/proc/{int(pidfile.read_text())}/stat")
-    # gone, or a zombie waiting for whoever adopted it to reap it
-    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+    def dead() -> bool:  # gone, or a zombie waiting for whoever adopted it to reap it
+        try:
+            return stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            return True
+
+    # SIGKILL takes effect when the kernel next runs the process: a loaded machine delays it
+    deadline = time.monotonic() + 10
+    while not dead() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert dead()
 
 
 @pytest.mark.anyio
