@@ -34,8 +34,8 @@ def _keyring():
     try:
         import keyring
         import keyring.errors
-    except ImportError as exc:  # pragma: no cover - keyring is a dependency
-        raise UsageError("the keyring library is missing; pip install keyring") from exc
+    except ImportError as exc:  # keyring is the optional extra musec[login]
+        raise UsageError("musec login needs the keyring library: pip install 'musec[login]' (or keyring)") from exc
     return keyring
 
 
