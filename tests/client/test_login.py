@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT, Musec
 from tests.support.anthropic_server import AnthropicServer, message
 
-KEY = "sk-ant-test-stored-key-0123456789"
+KEY = "stored-test-key-not-a-real-one-0123456789"
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
