@@ -204,7 +204,9 @@ async def test_reported_usage_drains_the_catalog_budget_for_everyone(
         await b.complete(_request("b"), _ignore)
         elapsed = anyio.current_time() - started
     assert waits_a.items == []
-    assert [w.reason for _, w in waits_b.items] == ["input_tokens"]
+    # b waits for a's usage; a loaded machine may wake it a hair early, so the limiter can
+    # report a second, short wait for what is left: every wait is for input tokens.
+    assert waits_b.items and {w.reason for _, w in waits_b.items} == {"input_tokens"}
     # 600 tokens of debt at 1000 a second, plus b's own estimate.
     assert 0.55 <= waits_b.items[0][1].wait_s < 1.5
     assert elapsed >= 0.5
