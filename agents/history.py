@@ -16,6 +16,10 @@ Events that shape the history (``History.apply`` says what it does with every ty
   was then (by tool name), so replay keeps its bytes.
 - ``ToolInterrupted``: a call cut off (crash, Ctrl-C); answered to the model as an
   interrupted call, never re-run.
+- ``InstructionsAdded``: a subdirectory's AGENTS.md, reached by a read or an edit;
+  ``HookContext``: what a hook adds (a Stop hook's reason to go on); ``SkillLoaded``: a
+  skill the person invoked (``/NAME``, ``$NAME``). Each is user text at the next turn
+  boundary, as an agent message.
 """
 
 from __future__ import annotations
@@ -32,19 +36,28 @@ from .core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    HookContext,
+    HookRan,
+    InstructionsAdded,
     Integration,
     IntegrationApplied,
     KernelEvaluated,
     LogRepaired,
+    McpServerFailed,
+    McpServerRestarting,
+    McpServerStarted,
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    NetConnection,
+    PromptBlocked,
     RateLimited,
     RepoMap,
     Review,
     SessionEnded,
     SessionResumed,
     SessionStarted,
+    SkillLoaded,
     TestRun,
     ToolFinished,
     ToolInterrupted,
@@ -86,6 +99,7 @@ class History:
         self.tokens_out = 0
         self.cost_usd = 0.0
         self._held: list[TextBlock] = []  # agent messages waiting for the turn boundary
+        self.instructions_loaded: set[str] = set()  # AGENTS.md files added by instructions_added
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event into the history (events of other agents are ignored, except a
@@ -99,6 +113,12 @@ class History:
                 # flight (tool results must come first in their message), else at once.
                 self._held.append(TextBlock(text))
                 self._release_held()
+            case InstructionsAdded() | HookContext() | SkillLoaded():
+                if event.agent == self.agent:
+                    if isinstance(event, InstructionsAdded):
+                        self.instructions_loaded.add(event.path)
+                    self._held.append(TextBlock(event.text))
+                    self._release_held()
             case UserMessage():
                 if event.agent == self.agent:
                     self._user_block(TextBlock(event.text))
@@ -126,7 +146,9 @@ class History:
             case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | ModelRequest()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated()):
+                  | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated()
+                  | NetConnection() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
+                  | McpServerFailed()):
                 pass  # no part of the conversation
             case _:
                 assert_never(event)

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.errors import ConfigError
+from .core.events import UNSET, HookRan
 from .tools.base import SandboxPolicy
 
 __all__ = ["EVENTS", "TOOL_EVENTS", "HookOutcome", "HookResult", "HookSpec", "Hooks", "parse_hooks"]
@@ -144,20 +145,16 @@ class HookResult:
     exit_status: int | None = None
     duration_s: float = 0.0
 
-    def fields(self) -> dict[str, Any]:
-        """The ``hook_ran`` event's fields (the hook's output only as its reason and context)."""
-        out: dict[str, Any] = {
-            "hook_event": self.hook.event, "command": self.hook.command, "source": self.hook.source,
-            "matcher": self.hook.matcher, "decision": self.decision, "duration_s": round(self.duration_s, 3),
-            "exit_status": self.exit_status, "sandbox": self.hook.sandbox,
-        }
-        if self.reason:
-            out["reason"] = self.reason
-        if self.context:
-            out["context"] = self.context
-        if self.updated_input is not None:
-            out["updated_input"] = self.updated_input
-        return out
+    def event(self, agent: str = "main") -> HookRan:
+        """The ``hook_ran`` event of this run by ``agent`` (the hook's output only as its
+        reason and context)."""
+        return HookRan(
+            agent=agent, hook_event=self.hook.event, command=self.hook.command, source=self.hook.source,
+            matcher=self.hook.matcher, decision=self.decision, duration_s=round(self.duration_s, 3),
+            exit_status=self.exit_status, sandbox=self.hook.sandbox,
+            reason=self.reason or UNSET, context=self.context or UNSET,
+            updated_input=self.updated_input if self.updated_input is not None else UNSET,
+        )
 
 
 @dataclass

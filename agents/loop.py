@@ -9,9 +9,11 @@ model did, only for bugs.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
@@ -124,6 +126,11 @@ class Agent:
         self.history = History(agent_id)
         # Approval rules and "always" answers; the daemon sets the session's (agent_setup).
         self.policy = Policy(workspace=ctx.workspace)
+        # Set by the daemon for the main agent: the session's hooks (agents.hooks.Hooks) and the
+        # AGENTS.md files of subdirectories, added when a file under them is first touched.
+        self.hooks: Any = None
+        self.subdirs: Any = None
+        self._stop_hook_active = False
 
     def record(self, event: ev.AnyEvent) -> ev.AnyEvent:
         """Record an event of this agent; the session folds it into every agent's history."""
@@ -180,6 +187,8 @@ class Agent:
                 cost_usd=round(self.cost_of(response.usage), 8) if self.cost_of else 0.0,
             ))
             if not response.tool_calls:
+                if await self._hook_stop(response.text):
+                    continue
                 return Outcome("finished", result=response.text)
 
     async def _delta(self, delta: TextDelta) -> None:
@@ -224,8 +233,14 @@ class Agent:
                 content=f"the tool was not run: its input is not a valid JSON object ({call.input_error}); send the call again",
                 untrusted=False))
             return
+        amended = await self._hook_pre_tool_use(call)
+        if amended is None:
+            return
+        call, hook_context = amended
         described = self.policy.call(call.name, tool.access, call.input, tool.paths(call.input))
         verdict = self.policy.decide(self.approval_mode, described)
+        if verdict.decision == "ask" and await self._hook_permission_request(call):
+            verdict = Verdict("deny", source="hook")
         if verdict.decision == "ask":
             self.record(ev.ApprovalRequested(call_id=call.id, tool=call.name, input=call.input,
                                              rule=verdict.rule, source=verdict.source))
@@ -249,8 +264,11 @@ class Agent:
             filtered = self.policy.filter_listing(call.name, output.content)
             if filtered != output.content:
                 output = msgspec.structs.replace(output, content=filtered, full_output=None)
+        output = await self._hook_post_tool_use(call, output, hook_context)
         self.faults.crash_at("before_tool_finished")
         self._finish(call, output, time.monotonic() - t0)
+        if not output.is_error:
+            self._add_subdir_instructions(tool, call)
 
     def _finish(self, call: ToolCallBlock, output: ToolOutput, duration_s: float) -> None:
         for edit in output.edits:
@@ -266,3 +284,65 @@ class Agent:
             exit_status=output.exit_status if output.exit_status is not None else ev.UNSET,
             timed_out=True if output.timed_out else ev.UNSET,
         ))
+
+    # -- lifecycle points (agents.hooks): each a named call, a no-op without hooks ----------
+
+    async def _hook_pre_tool_use(self, call: ToolCallBlock) -> tuple[ToolCallBlock, list[str]] | None:
+        """PreToolUse: ``None`` when a hook blocked the call (answered here), else the call
+        with the input the hooks amended, and their added context."""
+        if self.hooks is None:
+            return call, []
+        outcome = await self.hooks.run("PreToolUse", {"tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id},
+                                       tool=call.name, agent=self.agent_id)
+        if outcome.blocked:
+            self.record(ev.ToolFinished(call_id=call.id, tool=call.name, is_error=True,
+                                        content=f"the tool was not run: a hook blocked it: {outcome.reason}",
+                                        untrusted=False))
+            return None
+        if outcome.updated_input is not None:
+            call = msgspec.structs.replace(call, input=outcome.updated_input)
+        return call, outcome.context
+
+    async def _hook_permission_request(self, call: ToolCallBlock) -> bool:
+        """PermissionRequest: whether a hook refused the call before a person is asked."""
+        if self.hooks is None:
+            return False
+        outcome = await self.hooks.run("PermissionRequest", {"tool_name": call.name, "tool_input": call.input},
+                                       tool=call.name, agent=self.agent_id)
+        return outcome.blocked
+
+    async def _hook_post_tool_use(self, call: ToolCallBlock, output: ToolOutput, context: list[str]) -> ToolOutput:
+        """PostToolUse: the hooks' context and feedback are appended to the result."""
+        if self.hooks is not None:
+            outcome = await self.hooks.run("PostToolUse", {
+                "tool_name": call.name, "tool_input": call.input,
+                "tool_response": {"content": output.content[:20_000], "is_error": output.is_error}},
+                tool=call.name, agent=self.agent_id)
+            context = [*context, *outcome.context, *([outcome.reason] if outcome.blocked else [])]
+        if not context:
+            return output
+        notes = "\n".join(f"[hook: {c}]" for c in context)
+        return msgspec.structs.replace(output, content=f"{output.content}\n\n{notes}")
+
+    async def _hook_stop(self, last_text: str) -> bool:
+        """Stop: whether a hook sent the agent back to work (its reason becomes user text)."""
+        if self.hooks is None:
+            return False
+        outcome = await self.hooks.run("Stop", {"stop_hook_active": self._stop_hook_active, "last_message": last_text},
+                                       agent=self.agent_id)
+        self._stop_hook_active = outcome.blocked
+        if outcome.blocked:
+            self.record(ev.HookContext(hook_event="Stop", text=f"[a Stop hook sent you back to work: {outcome.reason}]"))
+        return outcome.blocked
+
+    def _add_subdir_instructions(self, tool: Tool, call: ToolCallBlock) -> None:
+        """The AGENTS.md files of directories a read or edit first reached, as events."""
+        if self.subdirs is None or call.name not in ("read_file", "edit_file", "write_file"):
+            return
+        from .instructions import render_added
+
+        for raw in tool.paths(call.input):
+            path = Path(raw) if Path(raw).is_absolute() else self.ctx.workspace / raw
+            for f in self.subdirs.for_path(Path(os.path.realpath(path))):
+                if f.path not in self.history.instructions_loaded:
+                    self.record(ev.InstructionsAdded(path=f.path, rel=f.rel, text=render_added(f)))

@@ -8,18 +8,25 @@ tools they cover:
 | ``bash``         | ``bash``                    | each simple command of the command line   |
 | ``edit``/``write`` | ``edit_file``, ``write_file`` | the path, relative to the workspace     |
 | ``read``         | ``read_file``, ``glob``, ``grep`` | the path (``glob``/``grep``: the search base) |
+| ``net``          | (commands' connections: ``netrules``, ``daemon/netproxy.py``) | ``host:port`` |
 
 Command patterns: ``*`` is any run of characters, ``?`` one character, ``\\`` escapes; a
 trailing `` *`` also matches the bare command (``pytest *`` matches ``pytest``). The
-command line is split at ``;``, ``&&``, ``||``, ``|``, ``&``, parentheses and newlines:
-an allow rule lets a command through only when every part is allowed, and never one with
-``$(...)``, backticks or ``<(...)`` (those fall back to the mode); a deny or ask rule
-matches when any part (including text inside substitutions and quotes) matches.
+command line is split as bash parses it (``shellsplit``: control operators, comments,
+quotes, heredocs, continuations, subshells, substitutions): an allow rule lets a line
+through only when every command in it is allowed, and never one with ``$(...)``,
+backticks or ``<(...)`` (those fall back to the mode); a deny or ask rule matches when
+any command (including those inside substitutions, ``eval`` and ``sh -c``) or any quoted
+text outside heredoc bodies matches. Where the commands cannot all be known (``$X args``,
+``eval "$cmd"``, an unclosed quote) and a deny or ask rule exists, it asks (denies in never).
 
 Path patterns are the ``glob`` tool's globs (``**``, ``*``, ``?``, ``[a-z]``, ``{a,b}``;
 a pattern without ``/`` matches the file name at any depth). ``~`` expands to the home
 directory; an absolute pattern matches the absolute path, a relative one the path inside
 the workspace (after symlinks are resolved).
+
+MCP tools are named by a glob over their names, without parentheses: ``mcp__github__*``
+(every tool of the server ``github``), ``mcp__github__create_issue`` (one tool).
 
 Precedence: deny wins over ask over allow. Rules refine the approval mode
 (``approval.decide``): a deny rule denies in every mode, an ask rule asks even in ``auto``
@@ -30,16 +37,19 @@ refuses every write. Everything here is pure but ``Policy.decide``, which resolv
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
-import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .approval import Decision, decide
+from .commandrules import command_regex, command_segments, deny_candidates, normalize, other_names
 from .core.errors import AgentError
+from .netrules import host_regex
+from .shellsplit import split_commands
 from .tools.globmatch import compile_glob
 
 __all__ = [
@@ -62,11 +72,11 @@ KINDS: dict[str, tuple[str, ...]] = {
     "edit": ("edit_file", "write_file"),
     "write": ("edit_file", "write_file"),
     "read": ("read_file", "glob", "grep"),
+    "net": (),  # no tool: the connections commands make through the session's proxy
 }
 _KIND_OF_TOOL = {tool: kind for kind, tools in KINDS.items() if kind != "write" for tool in tools}
+_MCP_RULE = re.compile(r"\s*(mcp__[A-Za-z0-9_*?\[\]-]+)\s*")
 _RULE = re.compile(r"\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
-_SUBSTITUTION = ("$(", "`", "<(", ">(")
-_SEPARATOR_CHARS = set(";&|()\n")
 EXAMPLES = "bash(pytest *), edit(src/**), read(~/.ssh/**)"
 
 
@@ -94,6 +104,8 @@ class Rule:
     tools: tuple[str, ...] = ()
 
     def covers(self, tool: str) -> bool:
+        if self.kind == "mcp":
+            return self.pattern is not None and fnmatch.fnmatchcase(tool, self.pattern)
         return tool in self.tools
 
 
@@ -112,13 +124,16 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
         raise RuleError(f"unknown rule list {action!r}; use allow, ask or deny")
     if not isinstance(text, str):
         raise RuleError(f"rule {text!r} is not a string; write rules as strings like {EXAMPLES}")
+    mcp = _MCP_RULE.fullmatch(text)
+    if mcp is not None:
+        return Rule(text.strip(), action, "mcp", mcp.group(1), source, origin)
     m = _RULE.fullmatch(text)
     if m is None:
         hint = "it is not closed with ')'" if "(" in text and not text.rstrip().endswith(")") else "it is not KIND(PATTERN)"
         raise RuleError(f"rule {text!r} is malformed: {hint}; write rules like {EXAMPLES}")
     kind, pattern = m.group(1).lower(), m.group(2)
     if kind not in KINDS:
-        raise RuleError(f"rule {text!r} names unknown tool kind {kind!r}; use bash(...), edit(...), write(...) or read(...)")
+        raise RuleError(f"rule {text!r} names unknown tool kind {kind!r}; use bash(...), edit(...), write(...), read(...) or net(...)")
     if pattern is not None:
         pattern = pattern.strip()
         if not pattern:
@@ -128,7 +143,9 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
     regex, absolute = None, False
     if pattern is not None:
         if kind == "bash":
-            regex = _command_regex(pattern)
+            regex = command_regex(pattern)
+        elif kind == "net":
+            regex = host_regex(pattern, text, RuleError)
         else:
             expanded = _expand_home(pattern, home)
             absolute = expanded.startswith("/")
@@ -144,93 +161,6 @@ def _expand_home(pattern: str, home: str | None) -> str:
         base = home if home is not None else os.path.expanduser("~")
         return base.rstrip("/") + pattern[1:]
     return pattern
-
-
-def _command_regex(pattern: str) -> re.Pattern[str]:
-    pat = " ".join(pattern.split())
-    tail = pat.endswith(" *") and not pat.endswith("\\ *")
-    if tail:
-        pat = pat[:-2]
-    out, i = [], 0
-    while i < len(pat):
-        c = pat[i]
-        if c == "\\" and i + 1 < len(pat):
-            out.append(re.escape(pat[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if c == "*" else "." if c == "?" else re.escape(c))
-        i += 1
-    return re.compile("".join(out) + ("(?: .*)?" if tail else ""), re.DOTALL)
-
-
-def _normalize(text: str) -> str:
-    return " ".join(text.split())
-
-
-def command_segments(command: str) -> list[str] | None:
-    """The simple commands of a command line, each with its words joined by one space.
-
-    Split at ``;``, ``&``, ``|``, ``&&``, ``||``, ``|&``, parentheses and newlines;
-    redirections stay with their command. ``None`` when the line cannot be split (an
-    unclosed quote).
-    """
-    lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
-    lex.whitespace = " \t\r"
-    lex.commenters = ""
-    lex.whitespace_split = True
-    segments: list[list[str]] = [[]]
-    try:
-        for token in lex:
-            if token and set(token) <= _SEPARATOR_CHARS:
-                segments.append([])
-            else:
-                segments[-1].append(token)
-    except ValueError:
-        return None
-    return [_normalize(" ".join(words)) for words in segments if words]
-
-
-def _deny_candidates(command: str) -> set[str]:
-    """Every text a deny or ask rule is tried on: the whole line, its simple commands,
-    and the pieces between any shell punctuation or quote (so text inside ``$(...)``,
-    backticks or quotes is seen too)."""
-    found = {_normalize(command)}
-    found.update(command_segments(command) or [])
-    found.update(_normalize(piece) for piece in re.split(r"[;&|()\n`\"'$<>{}]", command))
-    found.discard("")
-    return found | {u for c in found for u in _unwrapped(c)}
-
-
-#: Words that run the command after them: a deny rule for ``curl`` must also catch
-#: ``env curl``, ``time curl``, ``if true; then curl`` ... (their options are skipped too).
-_WRAPPERS = frozenset({
-    "env", "time", "command", "exec", "nice", "nohup", "xargs", "sudo", "doas", "timeout", "stdbuf",
-    "ionice", "setsid", "chrt", "taskset", "builtin", "then", "else", "elif", "do", "if", "while", "until", "!",
-})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
-
-def _unwrapped(text: str) -> set[str]:
-    """``text`` without leading assignments, wrapper commands and their options, and with
-    the command's path reduced to its name (``/usr/bin/curl x`` -> ``curl x``)."""
-    out: set[str] = set()
-    words = text.split(" ")
-    for _ in range(8):
-        changed = False
-        while words and (_ASSIGNMENT.match(words[0]) or (words[0] in _WRAPPERS)):
-            wrapper = words.pop(0)
-            changed = True
-            while words and (words[0].startswith("-") or (wrapper in ("timeout", "nice", "chrt", "taskset")
-                                                           and words[0][:1].isdigit())):
-                words.pop(0)
-        if words and "/" in words[0]:
-            words[0] = words[0].rsplit("/", 1)[1]
-            changed = True
-        if not changed:
-            break
-        out.add(" ".join(words))
-    out.discard("")
-    return out
 
 
 @dataclass(frozen=True)
@@ -263,7 +193,10 @@ def _matches_any_part(rule: Rule, call: Call) -> bool:
     if rule.regex is None:
         return True
     if rule.kind == "bash":
-        return call.command is not None and any(rule.regex.fullmatch(c) for c in _deny_candidates(call.command))
+        if call.command is None:
+            return False
+        candidates = deny_candidates(call.command, split_commands(call.command))
+        return any(rule.regex.fullmatch(c) for c in candidates)
     return any(_path_matches(rule, a, r) for a, r in call.paths)
 
 
@@ -274,9 +207,12 @@ def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
     if bare:
         return bare[:1]
     if call.tool == "bash":
-        if call.command is None or any(s in call.command for s in _SUBSTITUTION):
+        if call.command is None:
             return []
-        parts = command_segments(call.command)
+        split = split_commands(call.command)
+        if split.unsure or split.substitution or not split.parsed:
+            return []  # what runs is not known before it runs: the mode decides
+        parts = [c.text for c in split.commands if c.text]
         if not parts:
             return []
         used: list[Rule] = []
@@ -302,7 +238,8 @@ def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
 @dataclass(frozen=True)
 class Verdict:
     """A decision and what made it: ``source`` is ``user``/``project`` (a rule, quoted in
-    ``rule``), ``mode`` (the approval mode) or ``person`` (someone answered)."""
+    ``rule``), ``mode`` (the approval mode), ``person`` (someone answered) or ``hook``
+    (a PermissionRequest hook refused it)."""
 
     decision: Decision
     rule: str = ""
@@ -317,6 +254,8 @@ class Verdict:
         """Why the call was not run, for the model (one line)."""
         if self.source == "person":
             return "not run: the person denied it"
+        if self.source == "hook":
+            return "not run: a PermissionRequest hook refused it"
         if self.source == "mode":
             return f"not run: approval mode {mode} does not allow {access} calls"
         where = f" ({self.origin})" if self.origin else ""
@@ -339,6 +278,9 @@ def decide_call(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict:
         return Verdict("deny", *_joined(deny[:1]))
     if base == "deny":
         return Verdict("deny")
+    unsure = _unsure_verdict(mode, call, rules)
+    if unsure is not None:
+        return unsure
     ask = [r for r in rules if r.action == "ask" and _matches_any_part(r, call)]
     if ask and mode != "never":
         return Verdict("ask", *_joined(ask[:1]))
@@ -348,18 +290,39 @@ def decide_call(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict:
     return Verdict(base)
 
 
+def _unsure_verdict(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict | None:
+    """A command line whose commands cannot all be known before it runs (``$X args``,
+    ``eval "$cmd"``, an unclosed quote) could be one a deny or ask rule is about: ask
+    (deny in ``never``, which never asks). ``None`` when no such rule or the line is clear."""
+    if call.tool != "bash" or call.command is None:
+        return None
+    guards = [r for r in rules if r.action in ("deny", "ask") and r.covers("bash") and r.regex is not None]
+    if not guards:
+        return None
+    why = split_commands(call.command).unsure
+    if why is None:
+        return None
+    rule = guards[0]
+    origin = f"could not tell whether it applies: {why}"
+    return Verdict("deny" if mode == "never" else "ask", rule.text, rule.source, origin)
+
+
 def rules_for_call(call: Call, workspace: str) -> list[str]:
     """Allow rules a person's "always" makes of ``call``: each command's first word + `` *``
     for ``bash``; for files the directory (``edit(src/**)``), or the name of a file at the
-    top of the workspace (``edit(setup.py)``); ``[]`` for tools no rule kind covers."""
+    top of the workspace (``edit(setup.py)``); the tool's own name for an MCP tool;
+    ``[]`` for tools no rule kind covers."""
+    if _MCP_RULE.fullmatch(call.tool) and not any(c in call.tool for c in "*?["):
+        return [call.tool]
     kind = _KIND_OF_TOOL.get(call.tool)
     if kind is None:
         return []
     if kind == "bash":
         command = call.command or ""
-        parts = None if any(s in command for s in _SUBSTITUTION) else command_segments(command)
+        split = split_commands(command)
+        parts = None if split.substitution or split.unsure else command_segments(command)
         if not parts:
-            return [f"bash({_escape(_normalize(command))})"] if command.strip() else []
+            return [f"bash({_escape(normalize(command))})"] if command.strip() else []
         words = dict.fromkeys(_escape(part.split(" ")[0]) for part in parts)
         return [f"bash({w} *)" for w in words]
     out: list[str] = []
@@ -415,14 +378,36 @@ class Policy:
         workspace = os.path.realpath(self.workspace or os.getcwd())
         resolved = []
         for raw in raws:
+            raw = os.path.expanduser(raw) if raw == "~" or raw.startswith("~/") else raw
             abs_path = os.path.realpath(os.path.join(workspace, raw))
             rel = os.path.relpath(abs_path, workspace) if _within(abs_path, workspace) else None
             resolved.append((abs_path, rel))
         return Call(tool, access, paths=tuple(resolved))
 
     def decide(self, mode: str, call: Call) -> Verdict:
-        """``decide_call`` with this policy's rules."""
-        return decide_call(mode, call, self.rules)
+        """``decide_call`` with this policy's rules; a file reached through another name
+        (a hard link) is denied when a deny rule covers any of its names."""
+        verdict = decide_call(mode, call, self.rules)
+        if verdict.decision == "deny" or not call.paths:
+            return verdict
+        workspace = os.path.realpath(self.workspace or os.getcwd())
+        others = tuple(p for a, _ in call.paths for p in other_names(a, workspace))
+        if others:
+            denies = [r for r in self.rules if r.action == "deny"]
+            linked = decide_call(mode, Call(call.tool, call.access, paths=others), denies)
+            if linked.decision == "deny" and linked.source != "mode":
+                return linked
+        return verdict
+
+    def read_deny_globs(self) -> tuple[str, ...]:
+        """The globs of the ``read`` deny rules, absolute or relative to the workspace, for
+        the sandbox to hide from commands (``SandboxPolicy.read_deny``)."""
+        out = []
+        for rule in self.rules:
+            if rule.action == "deny" and rule.kind == "read" and rule.pattern is not None:
+                pattern = _expand_home(rule.pattern, None)
+                out.append(pattern if pattern.startswith("/") or "/" in pattern else "**/" + pattern)
+        return tuple(dict.fromkeys(out))
 
     def filter_listing(self, tool: str, content: str) -> str:
         """Drop the lines of a ``grep``/``glob`` result whose file a ``read`` deny rule
@@ -440,7 +425,8 @@ class Policy:
             rel = line.split(":", 1)[0] if tool == "grep" else line
             abs_path = os.path.realpath(os.path.join(workspace, rel))
             rel_path = os.path.relpath(abs_path, workspace) if _within(abs_path, workspace) else None
-            rule = next((r for r in denies if _path_matches(r, abs_path, rel_path)), None) if rel else None
+            names = [(abs_path, rel_path), *other_names(abs_path, workspace)] if rel else []
+            rule = next((r for r in denies for a, p in names if _path_matches(r, a, p)), None)
             if rule is None:
                 kept.append(line)
             else:

@@ -12,13 +12,17 @@ from __future__ import annotations
 import json
 import select
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
 from musec.daemon import protocol as p
 
 from .connection import Connection
-from .output import out
+from .output import out, safe
 from .render import call_summary
+
+INTERRUPT: Literal["interrupt"] = "interrupt"
+"""What ``ask_approval`` returns when the person pressed Ctrl-C: interrupt the turn."""
 
 
 class ApprovalDesk:
@@ -26,11 +30,17 @@ class ApprovalDesk:
 
     Args:
         conn: where answers go (``ApprovalAnswer``) and the daemon is watched.
+        answered: the call ids this client answered are added here (so the renderer can
+            say "by you" rather than a client id).
+        before_ask: called before each question (to stop a spinner and ring the bell).
     """
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, answered: set[str] | None = None,
+                 before_ask: Callable[[], None] | None = None) -> None:
         self.conn = conn
         self.pending: dict[str, dict[str, Any]] = {}
+        self.answered = answered if answered is not None else set()
+        self.before_ask = before_ask
 
     def on_event(self, msg: p.Event, ev: dict[str, Any]) -> None:
         """Note an ``approval_requested`` or ``approval_resolved`` event; ask about what is
@@ -46,23 +56,59 @@ class ApprovalDesk:
         """Ask about every pending approval, in order, and send the answers."""
         for call_id, asked in list(self.pending.items()):
             del self.pending[call_id]
+            if self.before_ask is not None:
+                self.before_ask()
             decision = ask_approval(asked, self.conn)
+            if decision == INTERRUPT:
+                self.pending.clear()
+                out("[interrupting…]")
+                self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=session_id))
+                return
             if decision is not None:
+                self.answered.add(call_id)
                 self.conn.send(p.ApprovalAnswer(id=self.conn.next_id(), session_id=session_id, call_id=call_id,
                                                 decision=decision))
 
 
-def ask_approval(ev: dict[str, Any], conn: Connection | None = None) -> p.Decision | None:
-    """Ask the person about one call; return allow, deny or always (Ctrl-C, Ctrl-D: deny).
+def describe_call(ev: dict[str, Any]) -> tuple[str, list[str]]:
+    """The question's head (``bash(pytest -q)``) and, when the main argument is long or
+    has several lines, that argument whole, line by line (nothing hidden, nothing joined)."""
+    tool = safe(str(ev.get("tool", "?")))
+    inp = ev.get("input") if isinstance(ev.get("input"), dict) else {}
+    for key in ("command", "path", "pattern", "content"):
+        value = inp.get(key)
+        if isinstance(value, str) and ("\n" in value.rstrip("\n") or len(value) > 80 or safe(value) != value):
+            lines = safe(value).rstrip("\n").split("\n")
+            return f"{tool} with this {key} ({len(lines)} line{'s' if len(lines) != 1 else ''})", lines
+    return call_summary(ev.get("tool", "?"), inp), []
 
+
+def ask_approval(ev: dict[str, Any], conn: Connection | None = None) -> p.Decision | Literal["interrupt"] | None:
+    """Ask the person about one call; return allow, deny or always; ``INTERRUPT`` on
+    Ctrl-C (the turn is to be interrupted, as the banner says); Ctrl-D: deny.
+
+    The call's main argument is shown whole with its line breaks, and the rule that asked.
     With ``conn``, the daemon is watched while the question waits: when another terminal
     answers first, the question is withdrawn and ``None`` returned.
     """
-    summary = call_summary(ev.get("tool", "?"), ev.get("input") or {})
+    head, lines = describe_call(ev)
+    if lines:
+        out(f"Allow {head}?")
+        for line in lines:
+            out(f"  │ {line}")
+    rule, source = safe(str(ev.get("rule") or "")), safe(str(ev.get("source") or ""))
+    if rule:
+        out(f"  (asked by the {source + ' ' if source else ''}rule: {rule})")
+    elif source == "mode":
+        out("  (asked by the approval mode: no rule allows it)")
+    question = ("Allow it?" if lines else f"Allow {head}?") + " [y]es / [n]o / [a]lways (then Enter; Ctrl-C interrupts): "
     while True:
         try:
-            answer = _read_answer(f"Allow {summary}? [y]es / [n]o / [a]lways (then Enter): ", conn, ev.get("call_id"))
-        except (EOFError, KeyboardInterrupt):
+            answer = _read_answer(question, conn, ev.get("call_id"))
+        except KeyboardInterrupt:
+            out()
+            return INTERRUPT
+        except EOFError:
             out()
             return "deny"
         if answer is None:

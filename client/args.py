@@ -104,8 +104,19 @@ def _demo(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--keep", action="store_true", help="keep the example's copy")
 
 
+def _provider(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("provider", nargs="?", default=None, choices=("anthropic", "openai", "azure"),
+                    help="default: the provider of $MUSEC_MODEL, else anthropic")
+
+
 def _none(sp: argparse.ArgumentParser) -> None:
     pass
+
+
+def _mcp(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("action", choices=("list",))
+    sp.add_argument("--workspace", default=None)
+    sp.add_argument("--json", action="store_true")
 
 
 def _eval(sp: argparse.ArgumentParser) -> None:
@@ -114,9 +125,20 @@ def _eval(sp: argparse.ArgumentParser) -> None:
     add_arguments(sp)
 
 
+def _optimize(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("spec", help="a shipped spec (cpu-example, kda, mla-decode) or a path to a kernel-task.toml")
+    sp.add_argument("task", nargs="?", default="", help="what to tell the agent (default: run the campaign)")
+    session_opts(sp)
+    sp.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
+    sp.add_argument("--budget-usd", type=float, default=None)
+    sp.add_argument("--max-wall", default=None, metavar="DURATION", help="wall-time budget such as 24h (default: the spec's)")
+
+
 # name -> (help, options); the order is the order of `musec --help`.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "run": ('run one task headlessly (musec run "TASK", or musec run - to read it from stdin)', _run),
+    "optimize": ("run a kernel-optimisation campaign (a session like any other)", _optimize),
+    "kernels": ("a kernel campaign's leaderboard, best first, with its CSV and plot", _session_id_json),
     "sessions": ("list sessions, the most recently active first", _sessions),
     "log": ("show a session's event log, or `log verify ID`", _log),
     "attach": ("join a live session: follow its events and answer its approvals", _attach),
@@ -130,8 +152,11 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "apply": ("bring a session's integrated fan-out result onto your branch (git merge)", _apply),
     "models": ("the model catalog: ids, aliases, context, prices", _json_only),
     "doctor": ("check the sandbox, socket, credentials, git and GPU", _none),
+    "mcp": ("MCP servers: `musec mcp list` shows servers, state and tools", _mcp),
     "demo": ("fix a bundled example's failing test with the scripted model", _demo),
     "eval": ("evaluate musec on Harbor tasks (Terminal-Bench style); `eval report JOB`", _eval),
+    "login": ("store a provider's API key in the system keyring (used when its variable is not set)", _provider),
+    "logout": ("remove a provider's API key from the system keyring", _provider),
     "chat": ("interactive session (the default with no command)", session_opts),
 }
 

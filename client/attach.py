@@ -27,9 +27,9 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
     answering = text and sys.stdin.isatty()
     banner = ("" if not text else "(attached; you can answer approvals here, the first answer from any terminal wins)"
               if answering else "(attached; stdin is not a terminal, so approvals are answered elsewhere)")
-    renderer = Renderer(sys.stdout)
+    renderer = Renderer(sys.stdout, rich=True)
     stream = SessionStream(conn, req.id)
-    desk = ApprovalDesk(conn)
+    desk = ApprovalDesk(conn, renderer.answered, lambda: renderer.notify("an approval is needed"))
     while True:
         msg = conn.recv()
         match msg:
@@ -65,7 +65,7 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
                 return for_reason(end.exit_reason)
             case (p.Idle() | p.SessionStarted() | p.Hello() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
                   | p.ReplayResult() | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied()
-                  | p.Collected() | p.StatusReply()):
+                  | p.Collected() | p.StatusReply() | p.WorkspaceReport()):
                 pass  # Ok answers an approval sent here; the rest answer nothing this loop asks
             case _:
                 assert_never(msg)

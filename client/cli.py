@@ -22,6 +22,8 @@ from .output import err
 # command -> (module, function taking the parsed arguments)
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "cmd_run"),
+    "optimize": ("kernels", "cmd_optimize"),
+    "kernels": ("kernels", "cmd_kernels"),
     "sessions": ("views", "cmd_sessions"),
     "log": ("views", "cmd_log"),
     "replay": ("views", "cmd_replay"),
@@ -36,8 +38,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("manage", "cmd_apply"),
     "daemon": ("service", "cmd_daemon"),
     "doctor": ("doctor", "cmd_doctor"),
+    "mcp": ("extensions", "cmd_mcp"),
     "demo": ("demo", "cmd_demo"),
     "eval": ("evaluate", "cmd_eval"),
+    "login": ("login", "cmd_login"),
+    "logout": ("login", "cmd_logout"),
 }
 
 

@@ -16,12 +16,14 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, assert_never
 
 from musec.daemon import protocol as p
 
 from .errors import (
+    DaemonBusy,
     DaemonLost,
     DaemonNotRunning,
     DaemonStartFailed,
@@ -128,20 +130,44 @@ class Connection:
             self.sock.settimeout(None)
         return list(self._ready)
 
-    def request(self, msg: Any, timeout_s: float | None = 30.0) -> Any:
+    def request(self, msg: Any, timeout_s: float | None = 30.0,
+                on_wait: Callable[[float], None] | None = None) -> Any:
         """Send ``msg`` and wait for its reply, of the type ``protocol.REPLY`` names.
 
         Messages of a session stream this connection follows are skipped.
 
+        Args:
+            msg: the request.
+            timeout_s: how long to wait for the reply in all (``None``: for ever).
+            on_wait: called about once a second while no reply has come, with the
+                seconds waited so far (to show progress on a long request).
+
         Raises:
             RequestFailed: the daemon answered with an ``Error``.
             ProtocolMismatch: the reply is not of the expected type.
-            DaemonLost, TimeoutError: as ``recv``.
+            DaemonBusy: no reply in ``timeout_s`` (a ``TimeoutError`` too).
+            DaemonLost: as ``recv``.
         """
         expected = p.REPLY[type(msg)]
         self.send(msg)
+        started = time.monotonic()
         while True:
-            reply = self.recv(timeout_s)
+            waited = time.monotonic() - started
+            left = None if timeout_s is None else timeout_s - waited
+            step = left if on_wait is None else min(1.0, left) if left is not None else 1.0
+            try:
+                if left is not None and left <= 0:
+                    raise TimeoutError
+                reply = self.recv(step)
+            except TimeoutError:
+                waited = time.monotonic() - started
+                if timeout_s is None or waited < timeout_s:
+                    if on_wait is not None:
+                        on_wait(waited)
+                    continue
+                raise DaemonBusy(
+                    f"the daemon did not answer {type(msg).__name__} in {timeout_s:g} s; it may still be working "
+                    "on it: try again, or see `musec daemon status`") from None
             match reply:
                 case p.Error():
                     if reply.id in (msg.id, 0):
@@ -151,7 +177,8 @@ class Connection:
                 case p.Hello():
                     raise ProtocolMismatch("the daemon sent a second Hello; restart it with `musec daemon stop`")
                 case (p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
-                      | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply()):
+                      | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply()
+                      | p.WorkspaceReport()):
                     if reply.id != msg.id:
                         continue
                     if not isinstance(reply, expected):

@@ -25,6 +25,23 @@ def _bwrap() -> tuple[bool, str]:
     return True, f"bubblewrap works ({path})"
 
 
+def _extensions() -> list[tuple[str, bool, str]]:
+    """AGENTS.md files, skills, commands, hooks and MCP servers of this directory: active or
+    waiting for trust (asks the daemon, starting it)."""
+    from .connection import connect
+    from .extensions import fetch_report, report_lines
+
+    try:
+        conn = connect()
+        try:
+            lines = report_lines(fetch_report(conn, os.getcwd()))
+        finally:
+            conn.close()
+    except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
+        return [("extensions", False, f"cannot be listed: {exc}")]
+    return [("extensions", True, line) for line in lines] or [("extensions", True, "none (no AGENTS.md, skills, hooks or MCP servers)")]
+
+
 def cmd_doctor() -> Exit:
     """Print one line per check; exit 1 when one fails."""
     checks: list[tuple[str, bool, str]] = []
@@ -46,10 +63,16 @@ def cmd_doctor() -> Exit:
             conn.close()
     except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
         checks.append(("daemon", False, str(exc)))
+    from .login import stored_keys
+
     keys = [k for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY") if os.environ.get(k)]
-    checks.append(("credentials", True, ", ".join(keys) + " set" if keys else "no provider key set (musec demo and scripted: models need none)"))
+    stored = sorted(stored_keys())
+    said = "; ".join(x for x in (", ".join(keys) + " set" if keys else "",
+                                  ", ".join(stored) + " in the keyring (musec login)" if stored else "") if x)
+    checks.append(("credentials", True, said or "no provider key set (musec login stores one; musec demo and scripted: models need none)"))
     gpu = shutil.which("nvidia-smi")
     checks.append(("gpu", True, "nvidia-smi found" if gpu else "no NVIDIA GPU (kernel benchmarks will not run)"))
+    checks += _extensions()
     failed = False
     for name, ok, msg in checks:
         out(f"{'✓' if ok else '✗'} {name:<12} {msg}")

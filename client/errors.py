@@ -54,6 +54,12 @@ class DaemonLost(ClientError):
     condition = Condition.DAEMON_LOST
 
 
+class DaemonBusy(ClientError, TimeoutError):
+    """The daemon did not answer a request in time (it is still working on it, or stuck)."""
+
+    condition = Condition.DAEMON_LOST
+
+
 class RequestFailed(ClientError):
     """The daemon answered a request with an ``Error`` frame; its code decides the exit."""
 

@@ -1,15 +1,20 @@
-"""The interactive client: a prompt, streamed text, tool calls compactly, approvals y/n.
+"""The interactive client: a prompt (prompt_toolkit: history, completion of slash commands
+and ``@path`` mentions, multi-line input, a status line), the session's turns (rendered by
+``render.Renderer``), approvals, and slash commands (``slash``).
 
-Ctrl-C during a turn interrupts the turn; Ctrl-C or Ctrl-D at the prompt leaves.
+Ctrl-C or Esc during a turn interrupts the turn; Ctrl-C at an approval interrupts the
+turn too; Ctrl-C or Ctrl-D at the prompt leaves. prompt_toolkit and rich load only here.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import uuid
 from collections.abc import Callable
-from typing import Any, assert_never
+from pathlib import Path
+from typing import assert_never
 
 from musec.daemon import protocol as p
 
@@ -17,24 +22,28 @@ from .approvals import ApprovalDesk, ask_trust
 from .connection import Connection, connect
 from .errors import DaemonLost, NothingToResume
 from .exitcodes import OK, Condition, Exit, for_condition
+from .keys import EscWatch
 from .output import err, out
 from .render import Renderer
 from .requests import credentials, resolve_workspace, start_request
+from .slash import Context, run_command
+from .status import SessionStatus
 from .stream import SessionStream
 from .version import __version__
 from .views import age
 
-BANNER = "musec {version} · {model} · approval {approval} · {workspace}\nType a task; /exit leaves. Ctrl-C interrupts a turn."
+BANNER = ("musec {version} · {model} · approval {approval} · {workspace}\n"
+          "Type a task; /help lists the commands, /exit leaves. Ctrl-C or Esc interrupts a turn.")
 _SESSION_DEFAULTS = (("model", None), ("workspace", None), ("approval", None), ("max_turns", None), ("sandbox", "auto"))
 
 
-def _prompt_reader() -> Callable[[], str]:
-    try:
-        from prompt_toolkit import PromptSession
-    except ImportError:  # pragma: no cover - prompt_toolkit is a dependency
+def _prompt_reader(status: SessionStatus, slash: set[str], workspace: str) -> Callable[[], str]:
+    """A prompt: history across sessions, completion, Alt-Enter for a new line, the status line."""
+    if not sys.stdin.isatty():
         return lambda: input("› ")
-    session: Any = PromptSession()
-    return lambda: session.prompt("› ")
+    from .prompt import make_prompt
+
+    return make_prompt(status, slash, workspace)
 
 
 def cmd_interactive(args: argparse.Namespace) -> Exit:
@@ -45,22 +54,40 @@ def cmd_interactive(args: argparse.Namespace) -> Exit:
     return prompt_loop(connect(), args)
 
 
+def _print_extensions(conn: Connection, workspace: str) -> set[str]:
+    """Under the banner: the AGENTS.md files, skills, hooks and MCP servers active, and what
+    waits for trust. Returns the ``/NAME`` the session answers (skills, custom commands)."""
+    from .extensions import fetch_report, report_lines, slash_names
+
+    try:
+        report = fetch_report(conn, workspace)
+    except Exception:  # noqa: BLE001 - the banner goes on without it; the session reports errors itself
+        return set()
+    for line in report_lines(report):
+        out(f"  {line}")
+    return slash_names(report)
+
+
 def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollower | None = None) -> Exit:
     """Read the person's messages and show each turn, until /exit, Ctrl-D or Ctrl-C.
 
     ``follower`` follows a session already open on ``conn`` (a resumed one); without it a
     new session starts from ``args``.
     """
-    read = _prompt_reader()
-    renderer = Renderer(sys.stdout)
+    renderer = follower.renderer if follower is not None else Renderer(sys.stdout, rich=True)
+    status = follower.status if follower is not None else SessionStatus()
+    slash: set[str] = set()
     session_id = follower.stream.session_id if follower is not None else ""
+    workspace = resolve_workspace(getattr(args, "workspace", None))
     if follower is None:
         # The session starts now, before the first task: the banner, the trust prompt and
         # any config error come first, and a task is never typed into a failing start.
         req = start_request(conn, args, "", interactive=True)
         out(BANNER.format(version=__version__, model=req.model, approval=req.approval, workspace=req.workspace))
+        slash = _print_extensions(conn, req.workspace)
+        status.model, status.approval = req.model, req.approval
         conn.send(req)
-        follower = TurnFollower(conn, req.id, renderer, _trust_asker(conn, req))
+        follower = TurnFollower(conn, req.id, renderer, _trust_asker(conn, req), status=status)
         try:
             session_id = follower.follow()
         except DaemonLost:
@@ -68,6 +95,8 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             return for_condition(Condition.DAEMON_LOST)
         if not session_id:
             return for_condition(Condition.USAGE)
+    models = _catalog(conn, status)
+    read = _prompt_reader(status, slash, workspace)
     while True:
         try:
             text = read()
@@ -75,14 +104,26 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             break
         if not text.strip():
             continue
-        if text.strip() in ("/exit", "/quit"):
-            break
-        if text.strip().startswith("/") and " " not in text.strip():
-            out("commands: /exit or /quit leave (Ctrl-D too); Ctrl-C interrupts a turn; anything else goes to the agent"
-                if text.strip() == "/help" else f"unknown command {text.strip()}; /help lists the commands")
-            continue
-        conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=text, credentials=credentials(),
-                              client_msg_id=uuid.uuid4().hex))
+        if text.strip().startswith("/"):
+            ctx = Context(conn, session_id, status, workspace, renderer.last_result, {"models": models}, slash)
+            try:
+                outcome = run_command(text.strip(), ctx)
+            except DaemonLost:
+                err("musec: the daemon stopped; the session's log is kept (`musec resume --last`)")
+                return for_condition(Condition.DAEMON_LOST)
+            except Exception as exc:  # noqa: BLE001 - a failed view is one line, the session goes on
+                err(f"musec: {text.strip().split()[0]} failed: {exc}")
+                continue
+            if outcome.action == "exit":
+                break
+            if outcome.action in ("clear", "resume"):
+                _end(conn, session_id)
+                return _switch(conn, args, outcome.action, outcome.arg)
+            if outcome.action == "stay":
+                continue
+        conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=mentions_note(text, workspace),
+                              credentials=credentials(), client_msg_id=uuid.uuid4().hex))
+        renderer.start_wait()
         try:
             session_id = follower.follow()
         except DaemonLost:
@@ -90,12 +131,52 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             return for_condition(Condition.DAEMON_LOST)
         if session_id == "":
             return Exit.GOAL_UNMET
+    _end(conn, session_id)
+    return OK
+
+
+def _end(conn: Connection, session_id: str) -> None:
     if session_id:
         try:
             conn.request(p.EndSession(id=conn.next_id(), session_id=session_id), timeout_s=10)
         except Exception:  # noqa: BLE001 - leaving anyway; the daemon ends idle sessions itself
             pass
-    return OK
+
+
+def _catalog(conn: Connection, status: SessionStatus) -> list[p.ModelInfo]:
+    """The model catalog (for the context window and /model); empty when it cannot be read."""
+    try:
+        models = conn.request(p.ListModels(id=conn.next_id()), timeout_s=10).models
+    except Exception:  # noqa: BLE001 - the status line then shows tokens only
+        return []
+    status.learn_catalog(models)
+    return models
+
+
+def _switch(conn: Connection, args: argparse.Namespace, action: str, arg: str) -> Exit:
+    """``/clear``: a new session with the same options; ``/resume [ID]``: another session."""
+    if action == "clear":
+        out("(a new session)")
+        return prompt_loop(conn, args)
+    resume_args = argparse.Namespace(**vars(args))
+    resume_args.session_id, resume_args.last = arg or None, False
+    return _resume_on(conn, resume_args)
+
+
+def mentions_note(text: str, workspace: str) -> str:
+    """The message with its ``@path`` mentions named at the end, so the agent reads them
+    (through ``read_file``: the daemon checks the path like any read). Mentions of files
+    that do not exist are left as they are."""
+    import re
+
+    found = []
+    for m in re.finditer(r"(?<![\w@])@([\w./~-][^\s]*)", text):
+        path = m.group(1).rstrip(".,;:!?)")
+        if (Path(workspace) / path).expanduser().is_file():
+            found.append(path)
+    if not found:
+        return text
+    return text + "\n\n(attached by the person: " + ", ".join(found) + "; read them before answering)"
 
 
 def pick_session(sessions: list[p.SessionInfo]) -> str | None:
@@ -114,7 +195,10 @@ def pick_session(sessions: list[p.SessionInfo]) -> str | None:
 
 def cmd_resume(args: argparse.Namespace) -> Exit:
     """``musec resume [ID | --last]``: reopen a session interactively."""
-    conn = connect()
+    return _resume_on(connect(), args)
+
+
+def _resume_on(conn: Connection, args: argparse.Namespace) -> Exit:
     sid = args.session_id
     if not sid:
         workspace = resolve_workspace(args.workspace) if args.last or args.workspace else ""
@@ -127,10 +211,11 @@ def cmd_resume(args: argparse.Namespace) -> Exit:
         if sid is None:
             return OK
     req = p.ResumeSession(id=conn.next_id(), session_id=sid, credentials=credentials(), interactive=True,
-                          end_when_idle=False, backlog=True)
+                          end_when_idle=False, backlog=True, environment=dict(os.environ))
     conn.send(req)
-    follower = TurnFollower(conn, req.id, Renderer(sys.stdout))
+    follower = TurnFollower(conn, req.id, Renderer(sys.stdout, rich=True))
     session_id = follower.follow()
+    follower.renderer.stop_wait(turn_over=True)
     if not session_id:
         return Exit.GOAL_UNMET
     for name, default in _SESSION_DEFAULTS:
@@ -160,16 +245,35 @@ class TurnFollower:
     """
 
     def __init__(self, conn: Connection, request_id: int, renderer: Renderer,
-                 on_trust: Callable[[str], None] | None = None) -> None:
+                 on_trust: Callable[[str], None] | None = None, status: SessionStatus | None = None) -> None:
         self.conn = conn
         self.renderer = renderer
         self.on_trust = on_trust
+        self.status = status if status is not None else SessionStatus()
         self.stream = SessionStream(conn, request_id)
-        self.desk = ApprovalDesk(conn)
+        self.desk = ApprovalDesk(conn, renderer.answered, self._before_ask)
+        self.keys = EscWatch()
+
+    def _before_ask(self) -> None:
+        self.keys.off()
+        self.renderer.stop_wait()
+        self.renderer.notify("an approval is needed")
+
+    def _interrupt(self) -> None:
+        self.renderer.stop_wait()
+        self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=self.stream.session_id))
+        out("\n[interrupting…]")
 
     def follow(self) -> str:
         """Show one turn until the agent is idle; return the session id ("" when the
         session could not start or has ended)."""
+        try:
+            return self._follow()
+        finally:
+            self.keys.off()
+            self.renderer.stop_wait(turn_over=True)
+
+    def _follow(self) -> str:
         interrupted = False
         stream = self.stream
         while True:
@@ -177,17 +281,22 @@ class TurnFollower:
                 stream.turn_ended_while_away = False
                 return stream.session_id
             try:
+                if stream.session_id and not interrupted and self.keys.wait(self.conn):
+                    interrupted = True
+                    self._interrupt()
+                    continue
                 msg = self.conn.recv()
             except KeyboardInterrupt:
                 if stream.session_id and not interrupted:
                     interrupted = True
-                    self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=stream.session_id))
-                    out("\n[interrupting…]")
+                    self._interrupt()
                     continue
                 raise
             match msg:
                 case p.Error():
+                    self.renderer.stop_wait()
                     if msg.code == "trust_required" and self.on_trust is not None and not stream.session_id:
+                        self.keys.off()  # the question is read line by line, echoed
                         self.on_trust(msg.message)
                         continue
                     err(f"musec: {msg.message}")
@@ -198,8 +307,11 @@ class TurnFollower:
                 case p.Event():
                     ev = stream.event(msg)
                     if ev is not None:
+                        self.status.fold(ev)
                         self.renderer.event(ev)
                         self.desk.on_event(msg, ev)
+                        if self.renderer.in_turn and not interrupted:
+                            self.renderer.start_wait()
                 case p.Delta():
                     self.renderer.delta(msg.text, msg.kind)
                 case p.Resync():
@@ -208,11 +320,12 @@ class TurnFollower:
                 case p.Idle():
                     return stream.session_id
                 case p.SessionEnded():
+                    self.renderer.stop_wait(turn_over=True)
                     out(f"session ended: {stream.ended(msg).exit_reason}")
                     return ""
                 case (p.Hello() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult()
                       | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected()
-                      | p.StatusReply()):
+                      | p.StatusReply() | p.WorkspaceReport()):
                     pass  # Ok answers a message or an approval sent here
                 case _:
                     assert_never(msg)

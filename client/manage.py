@@ -29,8 +29,9 @@ def cmd_gc(args: argparse.Namespace) -> Exit:
     r = conn.request(p.CollectSessions(id=conn.next_id(), older_than_s=older_than_s, dry_run=args.dry_run))
     verb = "would remove" if args.dry_run else "removed"
     out(f"{verb} {len(r.sessions)} session(s), {r.bytes_freed} bytes")
-    for sid in r.sessions:
-        out(f"  {sid}")
+    sizes = r.session_bytes if len(r.session_bytes) == len(r.sessions) else [None] * len(r.sessions)
+    for sid, size in zip(r.sessions, sizes, strict=True):
+        out(f"  {sid}" + (f"  {size} bytes" if size is not None else ""))
     for line in r.kept:
         out(f"kept {line}")
     return OK

@@ -1,7 +1,13 @@
 """Showing a session's events to a person: streamed text, tool calls and results compactly.
 
-Every string taken from an event is cleaned with ``output.safe`` before it is written;
-the only escapes in the output are this module's own colours (and only on a terminal).
+On a terminal the model's text is rendered as markdown by rich (code blocks highlighted),
+edits as coloured unified diffs, and a spinner shows the elapsed time and tokens while a
+turn runs; elsewhere (a pipe, a headless run) it is plain text as it streams. rich is
+imported only when a terminal is written to, never for ``musec --version`` or ``sessions``.
+
+Every string taken from an event is cleaned with ``output.safe`` before it is written (or
+handed to rich as text, never as markup); the only escapes in the output are this
+module's own (colours, rich's styles, the bell) and only on a terminal.
 """
 
 from __future__ import annotations
@@ -48,24 +54,85 @@ class Renderer:
     """Turns event lines and deltas into terminal output (text mode).
 
     Args:
-        out: where to write.
+        out: where to write (default: ``sys.stdout`` when the renderer is made).
         color: colours on or off (default: when ``out`` is a terminal).
         turn_ends: show a turn that ended short of finishing (``needs_approval``...);
             a headless run says it once, at the session's end, instead.
+        rich: render with rich on a terminal (markdown, diffs, the spinner): the
+            interactive client and ``attach``; a headless run streams plain text.
     """
 
-    def __init__(self, out: TextIO = sys.stdout, color: bool | None = None, turn_ends: bool = True) -> None:
-        self.out = out
-        self.color = out.isatty() if color is None else color
+    def __init__(self, out: TextIO | None = None, color: bool | None = None, turn_ends: bool = True,
+                 rich: bool = False) -> None:
+        self.out = sys.stdout if out is None else out
+        self.color = self.out.isatty() if color is None else color
+        self.rich = rich and self.color
         self.turn_ends = turn_ends
         self._streamed = False
         self._at_line_start = True
         self._skip_deltas = False
+        self.last_result = ""  # the last tool result in full (``/last`` shows it)
+        self.answered: set[str] = set()  # approvals this client answered (call ids)
+        self._console: Any = None
+        self._wait: Any = None  # rich's Status while a turn runs
+        self._wait_started = 0.0
+        self._tokens = self._tokens_exact = 0  # so far this turn: estimated from deltas, exact from usage
+        self.in_turn = False  # a turn of this client's runs (the spinner comes back after each event)
+        self.long_turn_s = 10.0  # a turn longer than this rings the bell when it ends
+
+    @property
+    def console(self) -> Any:
+        """rich's Console on ``out`` (made when first needed, only on a terminal)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.out, force_terminal=True, highlight=False, emoji=False)
+        return self._console
+
+    def start_wait(self) -> None:
+        """A turn runs: show a spinner with the elapsed time and the tokens so far."""
+        if not self.rich or self._wait is not None:
+            return
+        from rich.status import Status
+
+        self.in_turn = True
+        if not self._wait_started:
+            self._wait_started = time.monotonic()
+            self._tokens = self._tokens_exact = 0
+        self._wait = Status(_Waiting(self), console=self.console, spinner="dots")
+        self._wait.start()
+
+    def stop_wait(self, *, turn_over: bool = False) -> None:
+        """Take the spinner away (before a question, or when the turn is over)."""
+        if self._wait is not None:
+            self._wait.stop()
+            self._wait = None
+        if turn_over:
+            self.in_turn = False
+            if self._wait_started and time.monotonic() - self._wait_started >= self.long_turn_s:
+                self.notify("the turn is over")
+            self._wait_started = 0.0
+
+    def notify(self, message: str) -> None:
+        """Ring the terminal: the bell and an OSC 9 notification (``message`` is cleaned)."""
+        if self.color:
+            self.out.write(f"\x1b]9;musec: {safe(message)}\x07\a")
+            self.out.flush()
+
+    def waiting_text(self) -> str:
+        """What the spinner says: ``working 12s · 340 tokens``."""
+        elapsed = time.monotonic() - self._wait_started if self._wait_started else 0.0
+        return f"working {elapsed:.0f}s · {self._tokens} tokens (Esc or Ctrl-C interrupts)"
 
     def _c(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
     def _line(self, text: str) -> None:
+        if self._console is not None and self.rich:
+            from rich.text import Text
+
+            self.console.print(Text.from_ansi(text), soft_wrap=True)
+            return
         if not self._at_line_start:
             self.out.write("\n")
         self.out.write(text + "\n")
@@ -77,6 +144,9 @@ class Renderer:
         if kind != "text" or not text or self._skip_deltas:
             return
         text = safe(text)
+        if self.rich:  # shown whole, as markdown, when the message is complete
+            self._tokens += max(1, len(text) // 4)
+            return
         self.out.write(text)
         self._streamed = True
         self._at_line_start = text.endswith("\n")
@@ -97,9 +167,14 @@ class Renderer:
         agent = _s(ev, "agent", "main")
         prefix = "" if agent == "main" else self._c("35", f"[{agent}] ")
         if kind == "model_response":
+            usage = ev.get("usage")
+            if isinstance(usage, dict) and isinstance(usage.get("output_tokens"), int):
+                self._tokens = self._tokens_exact = self._tokens_exact + usage["output_tokens"]
             if not self._streamed:
                 text = "".join(str(b.get("text", "")) for b in _blocks(ev) if b.get("type") == "text")
-                if text.strip():
+                if text.strip() and self.rich:
+                    self._markdown(prefix, safe(text.strip()))
+                elif text.strip():
                     self._line(prefix + safe(text.strip()))
             elif not self._at_line_start:
                 self._line("")
@@ -108,6 +183,7 @@ class Renderer:
         elif kind == "tool_started":
             self._line(prefix + self._c("36", "● ") + call_summary(ev.get("tool", "?"), _input(ev)))
         elif kind == "tool_finished":
+            self.last_result = safe(str(ev.get("content", "")))
             self._line(prefix + "  " + self._c("2", "⎿ " + self.result_summary(ev)))
         elif kind == "tool_interrupted":
             self._line(prefix + "  " + self._c("33", f"⎿ interrupted: {_s(ev, 'reason')}"))
@@ -116,6 +192,8 @@ class Renderer:
             added = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
             removed = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
             self._line(prefix + "  " + self._c("32", f"✎ {_s(ev, 'path')} (+{added} -{removed})"))
+            if self.rich:
+                self._diff(safe(diff))
         elif kind == "agent_message":
             body = _s(ev, "body").strip().splitlines()
             head = f"[{_s(ev, 'from')} → {_s(ev, 'to')}, {_s(ev, 'priority', 'normal')}] "
@@ -125,9 +203,49 @@ class Renderer:
         elif kind == "agent_failed":
             self._line(self._c("31", f"[{agent}] failed: {_s(ev, 'error')}; restarting in {_s(ev, 'retry_in_s')} s"))
         elif kind == "approval_resolved":
-            self._line(prefix + self._c("33", f"  approval {_s(ev, 'decision')} by {_s(ev, 'by')}"))
+            self._line(prefix + self._c("33", "  " + self.resolved_words(ev)))
+        elif kind == "model_retry":
+            why = _s(ev, "error").splitlines()[0] if _s(ev, "error") else f"status {_s(ev, 'status')}"
+            self._line(prefix + self._c("33", f"  retrying the model call ({_s(ev, 'attempt')}/{_s(ev, 'max_attempts')}) "
+                                              f"in {_s(ev, 'delay_s')} s: {_short(why, 100)}"))
+        elif kind == "rate_limited":
+            self._line(prefix + self._c("33", f"  rate limited ({_short(_s(ev, 'reason'), 80)}): waiting {_s(ev, 'wait_s')} s"))
         elif kind == "turn_ended" and self.turn_ends and ev.get("exit_reason") not in ("finished", None):
             self._line(self._c("33", f"[{_s(ev, 'exit_reason')}] {_s(ev, 'message')}".rstrip()))
+
+    def resolved_words(self, ev: dict[str, Any]) -> str:
+        """Who answered an approval, in words: ``allowed by you``, ``denied in another terminal``."""
+        decision = {"allow": "allowed", "deny": "denied", "always": "always allowed"}.get(_s(ev, "decision"), _s(ev, "decision"))
+        by = _s(ev, "by")
+        if ev.get("call_id") in self.answered:
+            who = "by you"
+        elif by.startswith("client:"):
+            who = "in another terminal"
+        elif by in ("", "person"):
+            who = "by the person"
+        else:
+            who = f"by {by.replace('_', ' ')}"
+        return f"approval: {decision} {who}"
+
+    def _markdown(self, prefix: str, text: str) -> None:
+        from rich.markdown import Markdown
+        from rich.text import Text
+
+        if prefix:
+            self.console.print(Text.from_ansi(prefix.rstrip()))
+        # No hyperlinks: a link's target would be hidden behind text the model chose.
+        self.console.print(Markdown(text, code_theme="monokai", hyperlinks=False))
+
+    def _diff(self, diff: str, max_lines: int = 60) -> None:
+        """A unified diff, coloured: additions green, removals red, hunks cyan."""
+        from rich.text import Text
+
+        lines = [ln for ln in diff.splitlines() if not ln.startswith(("---", "+++"))]
+        for ln in lines[:max_lines]:
+            style = "green" if ln.startswith("+") else "red" if ln.startswith("-") else "cyan" if ln.startswith("@@") else "dim"
+            self.console.print(Text("    " + ln, style=style), soft_wrap=True)
+        if len(lines) > max_lines:
+            self.console.print(Text(f"    … {len(lines) - max_lines} more lines (musec log shows them)", style="dim"))
 
     @staticmethod
     def result_summary(ev: dict[str, Any]) -> str:
@@ -141,6 +259,18 @@ class Renderer:
         status = ev.get("exit_status")
         head = f"exit {_short(status, 12)} · " if status is not None else ""
         return f"{head}{len(lines)} line{'s' if len(lines) != 1 else ''}"
+
+
+class _Waiting:
+    """The spinner's text, rendered afresh at each refresh (so the seconds move)."""
+
+    def __init__(self, renderer: Renderer) -> None:
+        self.renderer = renderer
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        return Text(self.renderer.waiting_text(), style="dim")
 
 
 def log_line_summary(ev: dict[str, Any]) -> str:

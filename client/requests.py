@@ -18,14 +18,19 @@ DEFAULT_MAX_TURNS = 50
 
 
 def credentials() -> dict[str, str]:
-    """The provider variables of this environment, passed to the daemon per request."""
-    return {k: os.environ[k] for k in p.CREDENTIAL_VARS if os.environ.get(k)}
+    """The provider variables of this environment, passed to the daemon per request, and
+    the keys ``musec login`` stored for the variables that are not set."""
+    from .login import stored_keys
+
+    return {**stored_keys(), **{k: os.environ[k] for k in p.CREDENTIAL_VARS if os.environ.get(k)}}
 
 
 def secret_values() -> list[str]:
-    """This environment's secret values (``protocol.secret_values``): the daemon redacts
-    them from everything it writes (DESIGN §5 rule 6)."""
-    return p.secret_values(os.environ)
+    """This environment's secret values (``protocol.secret_values``) and the stored keys:
+    the daemon redacts them from everything it writes (DESIGN §5 rule 6)."""
+    from .login import stored_keys
+
+    return p.secret_values({**os.environ, **stored_keys()})
 
 
 def resolve_agents(agents: str | None) -> list[str]:
@@ -79,7 +84,7 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         blackboard=getattr(args, "blackboard", True),
         agents_model=resolve_model(agents_model) if agents_model else "",
         agents_budget_usd=getattr(args, "agents_budget_usd", 0.0) or 0.0, trust=trust,
-        ask_trust=interactive and not trust,
+        ask_trust=interactive and not trust, environment=dict(os.environ),
     )
 
 
@@ -92,4 +97,5 @@ def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.R
         workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
         credentials=credentials(), interactive=False, end_when_idle=True,
         approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(),
+        environment=dict(os.environ),
     )

@@ -114,7 +114,7 @@ def follow_run(
             case p.Idle():
                 pass  # a headless session ends by itself when idle (end_when_idle)
             case (p.Hello() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
-                  | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply()):
+                  | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply() | p.WorkspaceReport()):
                 pass  # replies to requests this loop does not make
             case _:
                 assert_never(msg)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 
 from musec.daemon import protocol as p
 
@@ -77,10 +78,24 @@ def cmd_log(args: argparse.Namespace) -> Exit:
     return OK
 
 
+REPLAY_TIMEOUT_S = 1800.0
+
+
+def _waiting(what: str) -> Callable[[float], None]:
+    """A progress line on stderr while a long request runs (every few seconds, one line)."""
+
+    def show(waited_s: float) -> None:
+        if waited_s >= 2 and int(waited_s) % 5 == 2:
+            err(f"musec: {what}... {waited_s:.0f} s so far")
+
+    return show
+
+
 def cmd_replay(args: argparse.Namespace) -> Exit:
     """``musec replay ID``: rebuild the session from its log and compare the requests."""
     conn = connect()
-    r = conn.request(p.Replay(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
+    r = conn.request(p.Replay(id=conn.next_id(), session_id=args.session_id), timeout_s=REPLAY_TIMEOUT_S,
+                     on_wait=_waiting("replaying"))
     if args.json:
         out_json({"session_id": r.session_id, "ok": r.ok, "events": r.events, "model_requests": r.model_requests,
                   "turns": r.turns, "problems": r.problems, "next_request_digest": r.next_request_digest})

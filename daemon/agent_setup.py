@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from musec.agents.core.events import ModelRetry, RateLimited, SessionStarted
+from musec.agents.core.events import (
+    UNSET,
+    ApprovalRequested,
+    ApprovalResolved,
+    KernelEvaluated,
+    ModelRetry,
+    RateLimited,
+    SessionStarted,
+)
 from musec.agents.core.faults import NO_FAULTS, Faults
 
 from . import protocol as p
@@ -77,7 +85,48 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
         session.background = make_roles(session, session.blackboard, Path(req.workspace).resolve(), list(req.agents),
                                         sandbox_wrap(req), scout)
         extra.append(AskAgentTool(session.ask_agent))
-    return build_agent(deps, session, req, credentials, extra_tools=extra)
+    suffix = ""
+    if req.kernel_spec:
+        tools, suffix = _kernel_campaign(deps, session, req)
+        extra.extend(tools)
+    agent = build_agent(deps, session, req, credentials, extra_tools=extra, prompt_suffix=suffix)
+    from .extensions import attach_extensions
+
+    attach_extensions(deps, session, req, agent, prompt_suffix=suffix)
+    return agent
+
+
+def _kernel_campaign(deps: AgentDeps, session: Session, req: p.StartSession) -> tuple[list[Any], str]:
+    """Set up the campaign of a ``musec optimize`` session: its tools and prompt text.
+
+    Its leaderboard is rebuilt from the session's own ``kernel_evaluated`` events (resume),
+    and each new evaluation is recorded as one.
+
+    Raises:
+        BadRequest: the spec cannot be used (its one-line reason).
+    """
+    from musec.agents.kernel_opt.errors import SpecError
+    from musec.agents.kernel_opt.role import start_campaign
+
+    from .eventlog import iter_events
+
+    past: list[KernelEvaluated] = []
+    started_at = None
+    for ev in iter_events(session.log.path):
+        if isinstance(ev, SessionStarted):
+            started_at = ev.ts or None
+        elif isinstance(ev, KernelEvaluated):
+            past.append(ev)
+    try:
+        campaign, tools, prompt = start_campaign(
+            req.kernel_spec, Path(req.workspace).resolve(), deps.paths.state / "kernels" / session.id,
+            record=session.record,
+            tool_calls=lambda: session.tool_calls, past=past, started_at=started_at,
+            max_wall_s=req.max_wall_s or None)
+    except SpecError as exc:
+        raise BadRequest(str(exc)) from exc
+    session.campaign = campaign
+    return tools, prompt
 
 
 def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Any:
@@ -175,16 +224,17 @@ def build_agent(
     except AgentError as exc:
         raise BadRequest(str(exc)) from exc
     mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if os.uname().sysname == "Darwin" else "bwrap")
+    policy = permission_policy(deps.paths, req, workspace)
     ctx = ToolContext(
         workspace=workspace,
         env=tool_env(),
-        sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval)),
+        sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval), read_deny=policy.read_deny_globs(),
+                              proxy_socket=net_proxy_socket(session, policy) if mode == "bwrap" else ""),
         state_dir=deps.paths.state,
         agent_id=agent_id,
         blackboard=session.blackboard,
         faults=deps.faults,
     )
-    policy = permission_policy(deps.paths, req, workspace)
     blobs = BlobStore(deps.paths.blobs)
     agent = Agent(
         agent_id=agent_id,
@@ -205,6 +255,49 @@ def build_agent(
     )
     agent.policy = policy
     return agent
+
+
+def net_proxy_socket(session: Any, policy: Any) -> str:
+    """The socket of the session's network proxy, made when the first agent's rules open
+    the network for some host (``net(...)``); empty while the network stays closed."""
+    if session.net_proxy is None:
+        if not any(r.kind == "net" and r.action != "deny" for r in policy.rules):
+            return ""
+        from musec.agents.netrules import decide_host
+
+        from .netproxy import NetProxy
+
+        session.net_proxy = NetProxy(lambda host, port: decide_host(host, port, policy.rules), session.record,
+                                     ask=_net_asker(session, policy))
+    return str(session.net_proxy.socket_path)
+
+
+def _net_asker(session: Any, policy: Any) -> Any:
+    """How an ask ``net`` rule is asked: like a tool call's approval (the same events and
+    answers, tool ``net``, call ids ``net-N``); a headless run denies. "Always" allows the
+    host and port for the rest of the session."""
+    import itertools
+    from types import SimpleNamespace
+
+    from musec.agents.core.errors import AgentError
+    from musec.agents.permissions import parse_rule
+
+    numbers = itertools.count(1)
+
+    async def ask(host: str, port: int, verdict: Any) -> bool:
+        call = SimpleNamespace(id=f"net-{next(numbers)}", name="net", input={"host": host, "port": port})
+        session.record(ApprovalRequested(call_id=call.id, tool="net", input=call.input,
+                                         rule=verdict.rule, source=verdict.source))
+        try:
+            answer, by = await session.ask("main", call, None)
+        except AgentError:  # NeedsApproval: nobody can answer in a headless run
+            answer, by = "deny", "mode"
+        session.record(ApprovalResolved(call_id=call.id, decision=answer, by=by))
+        if answer == "always":
+            policy.rules.append(parse_rule(f"net({host}:{port})", "allow", origin="always allow"))
+        return answer in ("allow", "always")
+
+    return ask
 
 
 class TrustRequired(BadRequest):
@@ -281,8 +374,10 @@ def git_base(workspace: Path) -> dict[str, Any]:
         return {}
 
 
-def session_started_event(req: p.StartSession, agent: Agent, workspace: Path) -> SessionStarted:
+def session_started_event(req: p.StartSession, agent: Agent, workspace: Path, session: Session | None = None) -> SessionStarted:
     """The ``session_started`` event of a new session (no credentials, ever)."""
+    from .extensions import extension_fields
+
     return SessionStarted(
         session_id=agent.session_id,
         workspace=str(workspace.resolve()),
@@ -298,10 +393,13 @@ def session_started_event(req: p.StartSession, agent: Agent, workspace: Path) ->
         agents_model=req.agents_model,
         agents_budget_usd=req.agents_budget_usd,
         blackboard=req.blackboard,
+        kernel_spec=req.kernel_spec if req.kernel_spec else UNSET,
+        max_wall_s=req.max_wall_s if req.kernel_spec else UNSET,
         system_prompt=agent.system_prompt,
         musec_version=musec_version(),
         pid=os.getpid(),
         git=git_base(workspace),
         trust={**agent.policy.trust.fields(), "note": agent.policy.trust.note()} if agent.policy.trust else {"state": "none"},
         rules=[{"rule": r.text, "action": r.action, "source": r.source} for r in agent.policy.rules],
+        extensions=extension_fields(session).get("extensions", UNSET) if session is not None else UNSET,
     )

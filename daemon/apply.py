@@ -1,14 +1,12 @@
 """``musec apply``: bringing a fan-out's integrated result onto the person's branch.
 
 Through git only (a fast-forward or a merge, DESIGN §9); the integration is found in the
-session's log, and a live session logs ``integration_applied``.
+session's log, and a live session logs ``integration_applied`` (the handler records it).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-from musec.agents.core.events import IntegrationApplied
 
 from . import protocol as p
 from .errors import BadRequest
@@ -20,6 +18,9 @@ if TYPE_CHECKING:
 
 def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> p.Applied:
     """Merge the session's latest integration into the person's branch (git only).
+
+    Runs in a worker thread and records nothing: for a live session the caller logs
+    ``integration_applied`` from the reply, on the event loop.
 
     Raises:
         BadRequest: no integration, a failed one, or git refused (the message says why).
@@ -44,10 +45,6 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
                        snapshot=integration.base_commit if integration.snapshot else None)
     except WorkerError as exc:
         raise BadRequest(str(exc)) from exc
-    session = index.live.get(sid)
-    if session is not None:
-        session.record(IntegrationApplied(branch=result.branch, old_head=result.old_head,
-                                          new_head=result.new_head, how=result.how))
     return p.Applied(id=request_id, session_id=sid, branch=result.branch, old_head=result.old_head,
                      new_head=result.new_head, how=result.how)
 

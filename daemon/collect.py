@@ -1,7 +1,8 @@
 """Collection (``musec gc``): removing ended sessions, their worktrees, and unreferenced blobs.
 
 Live sessions are never touched, and a session whose worker worktree holds uncommitted
-work is kept, with the reason.
+work is kept whole (its integration worktree and branches too), with the reason and how
+to rescue the work.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ log = structlog.get_logger("musec.daemon")
 
 
 def collect(index: SessionIndex, state_dir: Path, blobs_dir: Path, older_than_s: float,
-            dry_run: bool) -> tuple[list[str], int, list[str]]:
+            dry_run: bool) -> tuple[list[str], int, list[str], list[int]]:
     """Remove ended sessions last updated more than ``older_than_s`` ago, and blobs no
     remaining log refers to.
 
@@ -27,46 +28,52 @@ def collect(index: SessionIndex, state_dir: Path, blobs_dir: Path, older_than_s:
         state_dir: musec's state directory (worktrees under ``worktrees/<session>``).
         blobs_dir: the blob store's directory.
         older_than_s: the minimum age, in seconds since the last event.
-        dry_run: only say what would go.
+        dry_run: only say what would go, and its size (blobs not counted).
 
     Returns:
-        The removed session ids, the bytes freed, and one line per session kept (why).
+        The removed (or, with ``dry_run``, removable) session ids, the bytes freed (that
+        would be), one line per session kept (why, and how to rescue the work), and the
+        bytes of each removed session (its log and worktrees).
     """
     now = time.time()
-    removed, freed, kept = [], 0, []
+    removed, freed, kept, sizes = [], 0, [], []
     for info in index.list_sessions():
         if info.id in index.live or now - info.updated_at < older_than_s:
             continue
         path = index.log_path(info.id)
-        if not dry_run and (why := _remove_worktrees(state_dir, info)):
+        why, size = _remove_worktrees(state_dir, info, dry_run)
+        if why:
             kept.append(f"{info.id}: {why}")
-            continue  # a worker worktree holds uncommitted work: keep the session too
-        removed.append(info.id)
-        if not dry_run:
-            for extra in (path, path.with_name(path.name + ".torn")):
-                if extra.exists():
-                    freed += extra.stat().st_size
+            continue  # a worker worktree holds uncommitted work: keep the whole session
+        for extra in (path, path.with_name(path.name + ".torn")):
+            if extra.exists():
+                size += extra.stat().st_size
+                if not dry_run:
                     extra.unlink()
+        removed.append(info.id)
+        sizes.append(size)
+        freed += size
     if removed and not dry_run:
         freed += _collect_blobs(index.directory, blobs_dir)
-    return removed, freed, kept
+    return removed, freed, kept, sizes
 
 
-def _remove_worktrees(state_dir: Path, info: p.SessionInfo) -> str:
-    """Remove a session's worktrees and branches; why not, when one holds uncommitted work."""
+def _remove_worktrees(state_dir: Path, info: p.SessionInfo, dry_run: bool) -> tuple[str, int]:
+    """Remove a session's worktrees and branches (``dry_run``: only look); why not, when
+    one holds uncommitted work, and the size of the worktrees."""
     if not (state_dir / "worktrees" / info.id).exists() or not info.workspace:
-        return ""
+        return "", 0
     from musec.agents.workers import WorkerError, remove_worktrees
 
     try:
-        removal = remove_worktrees(info.workspace, state_dir, info.id)
+        removal = remove_worktrees(info.workspace, state_dir, info.id, dry_run=dry_run)
     except (WorkerError, OSError) as exc:
         log.warning("worktrees_not_removed", session_id=info.id, error=str(exc))
-        return f"its worktrees could not be removed ({exc})"
+        return f"its worktrees could not be removed ({exc})", 0
     if removal.kept:
         log.info("worktrees_kept", session_id=info.id, kept=removal.message)
-        return removal.message.replace("\n", "; ") + f" (in {state_dir / 'worktrees' / info.id})"
-    return ""
+        return removal.message.replace("\n", "; "), 0
+    return "", removal.bytes
 
 
 def _collect_blobs(sessions_dir: Path, blobs_dir: Path) -> int:

@@ -14,11 +14,13 @@ import socket
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any, TypeVar, assert_never
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import structlog
+from musec.agents.core.events import IntegrationApplied
 
 from . import protocol as p
 from .errors import BadRequest, DaemonError
@@ -29,6 +31,7 @@ from .session import Session
 from .version import musec_version
 
 log = structlog.get_logger("musec.daemon")
+T = TypeVar("T")
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -136,20 +139,31 @@ class Connection:
             case p.UserInput() | p.ApprovalAnswer() | p.Interrupt() | p.EndSession():
                 await self._control(msg)
             case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.ReadLog() | p.VerifyLog():
-                await self.send(self._view(msg))
+                await self.send(await off_loop(self._view, msg))
             case p.ApplyIntegration():
                 from .apply import apply_integration
 
-                await self.send(apply_integration(self.index, msg.session_id, msg.id))
+                reply = await off_loop(apply_integration, self.index, msg.session_id, msg.id)
+                session = self.host.sessions.get(reply.session_id)
+                if session is not None:  # recorded on the loop: the log has one writer task
+                    session.record(IntegrationApplied(branch=reply.branch, old_head=reply.old_head,
+                                                      new_head=reply.new_head, how=reply.how))
+                await self.send(reply)
             case p.CollectSessions():
                 from .collect import collect
 
-                removed, freed, kept = collect(self.index, self.paths.state, self.paths.blobs, msg.older_than_s, msg.dry_run)
-                await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed, kept=kept))
+                removed, freed, kept, sizes = await off_loop(
+                    collect, self.index, self.paths.state, self.paths.blobs, msg.older_than_s, msg.dry_run)
+                await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed, kept=kept,
+                                            session_bytes=sizes))
             case p.ListModels():
-                await self.send(p.Models(id=msg.id, models=list_models(self.paths.config)))
+                await self.send(p.Models(id=msg.id, models=await off_loop(list_models, self.paths.config)))
+            case p.InspectWorkspace():
+                from .extensions import inspect_workspace
+
+                await self.send(await inspect_workspace(self.paths.config, self.paths.state, msg))
             case p.ListSessions():
-                await self.send(p.Sessions(id=msg.id, sessions=self.index.list_sessions(msg.workspace)))
+                await self.send(p.Sessions(id=msg.id, sessions=await off_loop(self.index.list_sessions, msg.workspace)))
             case p.Status():
                 await self.send(p.StatusReply(
                     id=msg.id, pid=os.getpid(), socket=str(self.paths.socket), version=musec_version(),
@@ -185,7 +199,7 @@ class Connection:
                     self._subscribe(live, msg.id, msg.since_seq)
                     return
                 path = self.index.log_path(sid)
-                for n, line in enumerate(read_lines(path)):
+                for n, line in enumerate(await off_loop(read_lines, path)):
                     if n > msg.since_seq:
                         await self.send(p.Event(id=msg.id, session_id=sid, seq=n, line=line))
                 await self.send(p.SessionEnded(id=msg.id, session_id=sid, exit_reason="not_live", log_path=str(path)))
@@ -209,7 +223,11 @@ class Connection:
         await self.send(p.Ok(id=msg.id))
 
     def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.ReadLog | p.VerifyLog) -> p.DaemonMsg:
-        """The reply of a read-only request: a view of a session rebuilt from its log."""
+        """The reply of a read-only request: a view of a session rebuilt from its log.
+
+        Runs in a worker thread (``off_loop``): it reads live sessions only through the
+        index's ``live`` mapping, and never records.
+        """
         from . import projections
         from .resume import replay
 
@@ -255,6 +273,18 @@ class Connection:
             pass
         finally:
             session.detach(sub)
+
+
+async def off_loop(func: Callable[..., T], *args: Any) -> T:
+    """Run ``func(*args)`` in a worker thread, so that the event loop keeps serving.
+
+    Everything that reads a whole log, walks the sessions directory or runs git goes
+    through here (issue 19): a 100k-event replay must not delay another client's status
+    or a live session's events. ``func`` must not touch the loop's objects (streams,
+    events, ``Session.record``); cancelling the waiting request abandons the thread's
+    result, it does not stop the thread.
+    """
+    return await anyio.to_thread.run_sync(lambda: func(*args), abandon_on_cancel=True)
 
 
 def list_models(config_dir: Path) -> list[p.ModelInfo]:

@@ -7,12 +7,14 @@ and ends alone (DESIGN §6).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 import structlog
+from musec.agents.core.events import AgentMessage
 
 from . import protocol as p
 from .errors import BadRequest, SessionNotFound
@@ -69,9 +71,24 @@ class SessionHost:
             path.unlink(missing_ok=True)
             raise
         session.agent = agent
-        session.record(session_started_event(req, agent, workspace))
+        session.record(session_started_event(req, agent, workspace, session))
+        self._tell_of_others(session, workspace)
         self._add(session)
         return session
+
+    def _tell_of_others(self, session: Session, workspace: Path) -> None:
+        """Tell the person and the model when another live session works in the same
+        workspace (issue 13): their edits of one file are taken in turn and an edit of a
+        file changed since its read is refused, but their plans do not know of each other."""
+        here = os.path.realpath(workspace)
+        others = [s.id for s in self.sessions.values()
+                  if s.agent is not None and os.path.realpath(s.agent.ctx.workspace) == here]
+        if others:
+            session.record(AgentMessage(
+                agent="daemon", to="main", from_="daemon", priority="high",
+                body=f"Another musec session is live in this workspace ({', '.join(others)}): it may edit "
+                     "the same files. Edits of one file are applied one at a time, and an edit of a file "
+                     "that changed since it was read is refused; re-read files before editing them."))
 
     def resume_session(self, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
         """Reopen a session from its log; see ``resume.resume_session``."""

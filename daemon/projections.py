@@ -1,6 +1,7 @@
-"""Views of a session rebuilt from its log (the log is the index, DESIGN §5 rule 7):
-its agents, its fan-out workers, its costs. Each view is a fold over the events (a class
-with ``apply``), one ``match`` per view."""
+"""Views of a session folded from its events (the log is the index, DESIGN §5 rule 7):
+its agents, its fan-out workers, its costs, and the live session's counters. Each view is
+a fold over the events (a class with ``apply``), one ``match`` per view; the counters are
+folded live from each recorded event and on resume from the log, by the same ``apply``."""
 
 from __future__ import annotations
 
@@ -16,19 +17,28 @@ from musec.agents.core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    HookContext,
+    HookRan,
+    InstructionsAdded,
     Integration,
     IntegrationApplied,
     KernelEvaluated,
     LogRepaired,
+    McpServerFailed,
+    McpServerRestarting,
+    McpServerStarted,
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    NetConnection,
+    PromptBlocked,
     RateLimited,
     RepoMap,
     Review,
     SessionEnded,
     SessionResumed,
     SessionStarted,
+    SkillLoaded,
     TestRun,
     ToolFinished,
     ToolInterrupted,
@@ -68,7 +78,9 @@ class WorkersView:
                   | AgentMessage() | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()):
+                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
                 pass
             case _:
                 assert_never(event)
@@ -158,7 +170,9 @@ class AgentsView:
             case (SessionResumed() | LogRepaired() | TurnEnded() | UserMessage() | AgentMessage() | ModelRequest()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
                   | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
-                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()):
+                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
                 pass
             case _:
                 assert_never(event)
@@ -216,7 +230,9 @@ class CostsView:
                   | AgentMessage() | ModelRequest() | RateLimited() | ApprovalRequested() | ApprovalResolved()
                   | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
-                  | Review() | BaselineSnapshot() | KernelEvaluated()):
+                  | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
                 pass
             case _:
                 assert_never(event)
@@ -242,3 +258,47 @@ def cost_report(index: SessionIndex, session_id: str, workspace: str, request_id
            for (a, m), r in sorted(view.rows.items())]
     return p.CostReport(id=request_id, session_id=sid, rows=out, total_usd=round(sum(r.cost_usd for r in out), 8),
                         retries=view.retries)
+
+
+class Counters:
+    """A session's totals, folded from its events the same way live and on resume.
+
+    Attributes:
+        turns: model responses of every agent.
+        usage: token counts summed over those responses, by kind.
+        cost_usd: their cost in dollars.
+        client_msg_ids: the clients' ids of the person's messages (a re-send counts once).
+        tool_calls: ``tool_started`` events of every agent (a kernel campaign's x axis).
+    """
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self.tool_calls = 0
+        self.usage: dict[str, int] = {}
+        self.cost_usd = 0.0
+        self.client_msg_ids: set[str] = set()
+
+    def apply(self, event: AnyEvent) -> None:
+        """Fold one event into the totals."""
+        match event:
+            case ModelResponse():
+                self.turns += 1
+                self.cost_usd += float(event.cost_usd)
+                for k, v in event.usage.items():
+                    if isinstance(v, int):
+                        self.usage[k] = self.usage.get(k, 0) + v
+            case UserMessage():
+                if event.client_msg_id:
+                    self.client_msg_ids.add(event.client_msg_id)
+            case ToolStarted():
+                self.tool_calls += 1
+            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
+                  | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
+                  | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
+                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
+                  | Review() | BaselineSnapshot() | KernelEvaluated() | NetConnection() | InstructionsAdded()
+                  | SkillLoaded() | HookContext() | HookRan() | PromptBlocked() | McpServerStarted()
+                  | McpServerRestarting() | McpServerFailed()):
+                pass
+            case _:
+                assert_never(event)

@@ -65,7 +65,7 @@ ErrorCode = Literal[
     "protocol_mismatch", "internal", "already_resolved",
 ]
 """``Error.code``: the condition, by name (each ``DaemonError`` subclass has one)."""
-ApplyHow = Literal["fast-forward", "merge", "up-to-date"]
+ApplyHow = Literal["fast-forward", "merge", "commit", "up-to-date"]
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
@@ -110,9 +110,16 @@ class StartSession(_Msg, tag="start_session"):
     the message listing what would apply; the client asks and sends the request again
     with ``trust`` or without ``ask_trust``. Neither: such files are ignored.
 
+    ``kernel_spec`` (``musec optimize SPEC``) makes the session a kernel-optimisation
+    campaign: a shipped spec name or a path to a ``kernel-task.toml``; ``max_wall_s``
+    (0: the spec's) is its wall-time budget.
+
     Replies: ``SessionStarted``, then the session's stream on this request's id (``Event``,
     ``Delta``, ``Idle``, ``SessionEnded``, or ``Resync`` when this client falls behind);
     or an ``Error`` (``bad_request``, ``trust_required``).
+
+    ``environment`` is the client's environment: the daemon expands ``${VAR}`` in MCP server
+    configs from it for this session only, holds it in memory and never writes it.
     """
 
     id: int
@@ -134,6 +141,9 @@ class StartSession(_Msg, tag="start_session"):
     agents_budget_usd: float = 0.0
     trust: bool = False
     ask_trust: bool = False
+    kernel_spec: str = ""
+    max_wall_s: float = 0.0
+    environment: dict[str, str] = {}
 
 
 class ResumeSession(_Msg, tag="resume_session"):
@@ -160,6 +170,7 @@ class ResumeSession(_Msg, tag="resume_session"):
     max_turns: int = 0
     backlog: bool = False
     redact: list[str] = []
+    environment: dict[str, str] = {}  # as StartSession.environment
 
 
 class Replay(_Msg, tag="replay"):
@@ -344,9 +355,25 @@ class Shutdown(_Msg, tag="shutdown"):
     id: int
 
 
+class InspectWorkspace(_Msg, tag="inspect_workspace"):
+    """What would apply to a session in ``workspace``: AGENTS.md files, skills, commands,
+    hooks and MCP servers, active or waiting for trust (``musec doctor``, the banner,
+    ``musec mcp list``). ``start_mcp`` starts the MCP servers briefly to list their tools
+    (``${VAR}`` from ``environment``, held in memory only); nothing else runs.
+
+    Reply: ``WorkspaceReport``.
+    """
+
+    id: int
+    workspace: str
+    environment: dict[str, str] = {}
+    start_mcp: bool = False
+
+
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | ApprovalAnswer | Interrupt
     | EndSession | ListSessions | ListModels | Cost | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
+    | InspectWorkspace
 )
 
 
@@ -570,7 +597,8 @@ class Workers(_Msg, tag="workers"):
 
 
 class Applied(_Msg, tag="applied"):
-    """``how``: fast-forward, merge or up-to-date."""
+    """``how``: fast-forward, merge, commit (the workers' changes as one commit, the
+    person's uncommitted work left uncommitted) or up-to-date."""
 
     id: int
     session_id: str
@@ -581,12 +609,14 @@ class Applied(_Msg, tag="applied"):
 
 
 class Collected(_Msg, tag="collected"):
-    """``kept``: one line per session kept back and why (a worktree with uncommitted work)."""
+    """``kept``: one line per session kept back and why (a worktree with uncommitted work);
+    ``session_bytes``: the size of each of ``sessions`` (its log and worktrees), in order."""
 
     id: int
     sessions: list[str]
     bytes_freed: int = 0
     kept: list[str] = []
+    session_bytes: list[int] = []
 
 
 class StatusReply(_Msg, tag="status_reply"):
@@ -599,9 +629,43 @@ class StatusReply(_Msg, tag="status_reply"):
     log_file: str = ""
 
 
+class ExtensionRow(msgspec.Struct, frozen=True):
+    """One thing found for a workspace: ``kind`` (instructions, skill, command, hook, mcp,
+    project file), ``name``, ``state`` (``active`` or ``waiting for trust``), ``detail``."""
+
+    kind: str
+    name: str
+    state: str
+    detail: str = ""
+
+
+class McpServerInfo(msgspec.Struct, frozen=True):
+    """An MCP server's ``state`` (running, failed, not started...), ``error`` and tools."""
+
+    server: str
+    transport: str
+    source: str
+    state: str
+    error: str = ""
+    restarts: int = 0
+    tools: list[str] = []
+
+
+class WorkspaceReport(_Msg, tag="workspace_report"):
+    """The answer to ``InspectWorkspace``; ``trust`` is the workspace's trust state."""
+
+    id: int
+    workspace: str
+    trust: str
+    rows: list[ExtensionRow] = []
+    mcp: list[McpServerInfo] = []
+    warnings: list[str] = []
+
+
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | Delta | Idle | SessionEnded | Resync
     | Sessions | LogLines | VerifyResult | ReplayResult | Models | CostReport | Agents | Workers | Applied | Collected | StatusReply
+    | WorkspaceReport
 )
 
 
@@ -611,7 +675,7 @@ REPLY: dict[type, type] = {
     Replay: ReplayResult, UserInput: Ok, ApprovalAnswer: Ok, Interrupt: Ok, EndSession: Ok,
     CollectSessions: Collected, Cost: CostReport, ListAgents: Agents, ListWorkers: Workers,
     ApplyIntegration: Applied, ListModels: Models, ListSessions: Sessions, ReadLog: LogLines,
-    VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok,
+    VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok, InspectWorkspace: WorkspaceReport,
 }
 
 

@@ -23,19 +23,28 @@ from musec.agents.core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    HookContext,
+    HookRan,
+    InstructionsAdded,
     Integration,
     IntegrationApplied,
     KernelEvaluated,
     LogRepaired,
+    McpServerFailed,
+    McpServerRestarting,
+    McpServerStarted,
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    NetConnection,
+    PromptBlocked,
     RateLimited,
     RepoMap,
     Review,
     SessionEnded,
     SessionResumed,
     SessionStarted,
+    SkillLoaded,
     TestRun,
     ToolFinished,
     ToolInterrupted,
@@ -89,7 +98,9 @@ class ResumeState:
             case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
                   | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()):
+                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
                 pass
             case _:
                 assert_never(event)
@@ -154,6 +165,8 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
             sandbox=started.sandbox, agents=list(started.background),
             blackboard=started.blackboard,
             agents_model=started.agents_model, agents_budget_usd=started.agents_budget_usd,
+            kernel_spec=started.kernel_spec or "", max_wall_s=started.max_wall_s or 0.0,
+            environment=dict(req.environment),
         )
         agent = build_main_agent(deps, session, start, credentials)
     except BaseException:
@@ -218,11 +231,13 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
 
     def agent_for(ev: ModelRequest) -> Agent:
         if ev.agent not in agents:
-            offered = spawned[ev.agent].tools if ev.agent in spawned else started.tools
-            prompt = spawned[ev.agent].system_prompt if ev.agent in spawned else started.system_prompt
+            own = spawned.get(ev.agent)
+            offered = own.tools if own is not None else started.tools
+            prompt = own.system_prompt if own is not None else started.system_prompt
             agent = Agent(
                 agent_id=ev.agent, provider=_ReplayModel(ev.provider, ev.model),
-                tools=_tools_for(offered), ctx=ToolContext(workspace=Path(started.workspace), env={}),
+                tools=_tools_for(offered, started if own is None else None) + _mcp_tools_for(ev.agent, events[: ev.seq]),
+                ctx=ToolContext(workspace=Path(started.workspace), env={}),
                 record=_no_record, ask=_no_ask, on_delta=_no_delta, approval_mode="auto", max_turns=1,
                 system_prompt=prompt, store_blob=_no_blob, session_id=sid,
             )
@@ -233,11 +248,13 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
         return agents[ev.agent]
 
     requests = 0
+    digests: dict[str, PrefixDigest] = {}
     for ev in events:
         if isinstance(ev, ModelRequest):
             agent = agent_for(ev)
             requests += 1
-            if request_digest(agent.build_request()) != ev.digest:
+            digest = digests.setdefault(ev.agent, PrefixDigest()).digest(agent)
+            if digest != ev.digest and request_digest(agent.build_request()) != ev.digest:
                 problems.append(f"seq {ev.seq}: the rebuilt request differs from the one the live run sent")
         for agent in agents.values():
             agent.history.apply(ev)
@@ -248,15 +265,104 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
                           turns=turns, problems=problems, next_request_digest=next_digest)
 
 
-def _tools_for(names: list[str]) -> list[Any]:
+class PrefixDigest:
+    """``request_digest(agent.build_request())``, in time proportional to what changed.
+
+    A request's encoding is ``HEAD + m_0 + "," + m_1 + ... + m_last + TAIL``, where HEAD
+    ends with ``"messages":[`` and TAIL starts with ``]``. A history only appends
+    messages and replaces its last one (``History._user_block``), so every message but the
+    last is hashed once into a kept SHA-256 state; each request copies that state and adds
+    the last message and TAIL (issue 19: a 100k-event replay was quadratic in the digest).
+    The kept state is dropped, and the messages hashed again, when the history's list, the
+    head, or the last hashed message is not the one hashed before. Replay checks a
+    mismatch with the full ``request_digest`` before reporting it.
+    """
+
+    def __init__(self) -> None:
+        import hashlib
+
+        import msgspec
+
+        self._sha256 = hashlib.sha256
+        self._encode = msgspec.json.Encoder(order="deterministic").encode  # as conversation.request_digest
+        self._head = b""
+        self._state: Any = None
+        self._list: Any = None
+        self._count = 0
+        self._last: Any = None
+
+    def digest(self, agent: Any) -> str:
+        """The hex digest of the request ``agent`` would send next."""
+        messages = agent.history.messages
+        head, tail = self._head_and_tail(agent)
+        stable = len(messages) - 1  # the last message may still be replaced
+        if (self._state is None or head != self._head or messages is not self._list or stable < self._count
+                or (self._count and messages[self._count - 1] is not self._last)):
+            self._state, self._head, self._list, self._count, self._last = self._sha256(head), head, messages, 0, None
+        for m in messages[self._count:stable]:
+            self._state.update(b"," + self._encode(m) if self._count else self._encode(m))
+            self._count += 1
+            self._last = m
+        out = self._state.copy()
+        if stable >= 0:
+            out.update(b"," + self._encode(messages[-1]) if stable else self._encode(messages[-1]))
+        out.update(tail)
+        return out.hexdigest()
+
+    def _head_and_tail(self, agent: Any) -> tuple[bytes, bytes]:
+        """The request's encoding around its messages (the request built with none)."""
+        history = agent.history
+        kept, history.messages = history.messages, []
+        try:
+            empty = self._encode(agent.build_request())
+        finally:
+            history.messages = kept
+        marker = b'"messages":['
+        at = empty.index(marker + b"]") + len(marker)
+        return empty[:at], empty[at:]
+
+
+def _tools_for(names: list[str], started: SessionStarted | None) -> list[Any]:
     """The tools an agent was offered, in order, as named in its ``session_started`` (main)
     or ``agent_spawned`` event."""
     from musec.agents.ask_agent import AskAgentTool
+    from musec.agents.skills import Skill, SkillTool
     from musec.agents.tools import default_tools
     from musec.agents.workers.tool import SpawnWorkersTool
 
-    available = {t.name: t for t in [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]}
+    offered = [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]
+    if started is not None and started.kernel_spec:
+        from musec.agents.kernel_opt.campaign import Campaign
+        from musec.agents.kernel_opt.spec import load_spec
+        from musec.agents.kernel_opt.tools import campaign_tools
+
+        campaign = Campaign(load_spec(started.kernel_spec), Path(started.workspace), Path(started.workspace))
+        offered.extend(campaign_tools(campaign, lambda: 0))  # the same specs; replay runs no tool
+    extensions = started.extensions if started is not None and started.extensions else {}
+    skills = [Skill(s["name"], "", "", s.get("scope", "user")) for s in extensions.get("skills", []) if s.get("model", True)]
+    offered.append(SkillTool(skills))
+    available = {t.name: t for t in offered}
     return [available[name] for name in names if name in available]
+
+
+def _mcp_tools_for(agent_id: str, events: list[AnyEvent]) -> list[Any]:
+    """The main agent's MCP tools as the live run offered them: each server's first listing
+    (``mcp_server_started``) before the request being rebuilt."""
+    from musec.agents.mcp import McpTool, ToolInfo, tool_name
+
+    if agent_id != "main":
+        return []
+    out: list[Any] = []
+    seen_servers: set[str] = set()
+    for ev in events:
+        if not isinstance(ev, McpServerStarted) or ev.server in seen_servers:
+            continue
+        seen_servers.add(ev.server)
+        for t in ev.tools:
+            name = tool_name(ev.server, t["name"])
+            if name is not None and name not in {x.name for x in out}:
+                out.append(McpTool(ev.server, ToolInfo(t["name"], t.get("description", ""), t.get("input_schema", {})), name))
+    return out
 
 
 async def _no_fanout(tasks: Any) -> Any:  # pragma: no cover - replay runs no tool

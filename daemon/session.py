@@ -12,47 +12,27 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any
 
 import anyio
 import msgspec
 import structlog
 from musec.agents.core.events import (
-    AgentFailed,
     AgentMessage,
-    AgentSpawned,
     AnyEvent,
-    ApprovalRequested,
-    ApprovalResolved,
-    BaselineSnapshot,
-    FileEdited,
-    Integration,
-    IntegrationApplied,
-    KernelEvaluated,
-    LogRepaired,
-    ModelRequest,
-    ModelResponse,
-    ModelRetry,
-    RateLimited,
-    RepoMap,
-    Review,
+    HookContext,
+    PromptBlocked,
     SessionEnded,
-    SessionResumed,
-    SessionStarted,
-    TestRun,
-    ToolFinished,
-    ToolInterrupted,
-    ToolStarted,
+    SkillLoaded,
     TurnEnded,
     UserMessage,
-    WorkerFinished,
-    WorkerSpawned,
     persistence,
 )
 
 from . import protocol as p
 from .errors import BadRequest
 from .eventlog import EventLog, read_lines
+from .projections import Counters
 
 log = structlog.get_logger("musec.session")
 SUBSCRIBER_BUFFER = 512
@@ -69,44 +49,6 @@ class Subscriber:
         self.last_seq = -1
         self.since_seq = -1
         self.cut_off = False
-
-
-class Counters:
-    """A session's totals, folded from its events the same way live and on resume.
-
-    Attributes:
-        turns: model responses of every agent.
-        usage: token counts summed over those responses, by kind.
-        cost_usd: their cost in dollars.
-        client_msg_ids: the clients' ids of the person's messages (a re-send counts once).
-    """
-
-    def __init__(self) -> None:
-        self.turns = 0
-        self.usage: dict[str, int] = {}
-        self.cost_usd = 0.0
-        self.client_msg_ids: set[str] = set()
-
-    def apply(self, event: AnyEvent) -> None:
-        """Fold one event into the totals."""
-        match event:
-            case ModelResponse():
-                self.turns += 1
-                self.cost_usd += float(event.cost_usd)
-                for k, v in event.usage.items():
-                    if isinstance(v, int):
-                        self.usage[k] = self.usage.get(k, 0) + v
-            case UserMessage():
-                if event.client_msg_id:
-                    self.client_msg_ids.add(event.client_msg_id)
-            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
-                  | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
-                  | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
-                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
-                  | Review() | BaselineSnapshot() | KernelEvaluated()):
-                pass
-            case _:
-                assert_never(event)
 
 
 @dataclass
@@ -141,6 +83,11 @@ class Session:
         self._background_scope: anyio.CancelScope | None = None
         self.blackboard: Any = None  # agents.blackboard.Blackboard, set by the daemon
         self.fanout: Any = None  # agents.workers.run.FanOut, set by the daemon
+        self.extensions: Any = None  # agents.extensions.Extensions (daemon/extensions.py)
+        self.hooks: Any = None  # agents.hooks.Hooks, when any are configured
+        self.mcp: Any = None  # agents.mcp.McpManager, when servers are configured
+        self.skills_loaded: set[str] = set()
+        self.net_proxy: Any = None  # daemon.netproxy.NetProxy, when net rules open the network
         self.resume_fanout: tuple[list[dict[str, Any]], set[str]] | None = None
         self.status = "running"
         self.ended = anyio.Event()
@@ -151,6 +98,7 @@ class Session:
         self._scope: anyio.CancelScope | None = None
         self.on_end: Callable[[Session], None] | None = None
         self.resumed_at_seq = 0
+        self.campaign: Any = None  # agents.kernel_opt.campaign.Campaign of ``musec optimize``
 
     # -- events -------------------------------------------------------------------
 
@@ -182,6 +130,11 @@ class Session:
     def turns(self) -> int:
         """Model responses so far, of every agent."""
         return self.counters.turns
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls started so far, of every agent."""
+        return self.counters.tool_calls
 
     @property
     def usage(self) -> dict[str, int]:
@@ -329,12 +282,75 @@ class Session:
         """Run the session with its background agents beside it, until it ends."""
         async with anyio.create_task_group() as tg:
             self._background_scope = tg.cancel_scope
-            for agent in self.background.values():
+            await self._start_mcp(tg)
+            if self.net_proxy is not None:
+                await tg.start(self.net_proxy.serve)  # bound before any command can run
+            for name, agent in self.background.items():
+                await self.lifecycle("AgentStart", {"agent_type": name}, agent=name)
                 tg.start_soon(agent.supervise)
             try:
                 await self._run(first_task, resume_turn=resume_turn)
             finally:
                 tg.cancel_scope.cancel()
+
+    async def _start_mcp(self, tg: anyio.abc.TaskGroup) -> None:
+        """Start the MCP servers (they stop with the session's task group) and offer the
+        tools of those that came up within their startup deadlines."""
+        if self.mcp is None:
+            return
+        from musec.agents.mcp import mcp_tools
+
+        await tg.start(self.mcp.run)
+        await self.mcp.wait_ready()
+        tools, problems = mcp_tools(self.mcp)
+        for tool in tools:
+            self.agent.tools.setdefault(tool.name, tool)
+        for problem in problems:
+            log.warning("mcp_tool_left_out", session_id=self.id, problem=problem)
+
+    async def lifecycle(self, event: str, payload: dict[str, Any], *, agent: str = "main") -> Any:
+        """Run the hooks of a session-level lifecycle point (agents.hooks); their added
+        context becomes ``hook_context``. ``None`` without hooks."""
+        if self.hooks is None:
+            return None
+        outcome = await self.hooks.run(event, payload, agent=agent)
+        for text in outcome.context:
+            self.record(HookContext(agent=agent, hook_event=event, text=f"[{event} hook: {text}]"))
+        return outcome
+
+    def _invocation(self, text: str) -> tuple[str, list[tuple[Any, str]]]:
+        """``/NAME args`` (a custom command's expansion, or a skill) and ``$NAME`` mentions:
+        the message to record and the skills to load with their arguments."""
+        ext = self.extensions
+        if ext is None:
+            return text, []
+        from musec.agents.commands import expand, mentions, parse_invocation
+
+        names = [*(sk.name for sk in ext.skills), *(c.name for c in ext.commands)]
+        found = parse_invocation(text, names)
+        if found is not None and ext.command(found.name) is not None:
+            return expand(ext.command(found.name), found.arguments), []
+        loads = [(ext.skill(found.name), found.arguments)] if found is not None else []
+        loads += [(ext.skill(n), "") for n in mentions(text, [sk.name for sk in ext.skills]) if found is None or n != found.name]
+        return text, [(sk, a) for sk, a in loads if sk is not None]
+
+    async def _submit_prompt(self, text: str, client_msg_id: str) -> bool:
+        """Record a person's message as ``user_message`` with what it invokes, after the
+        UserPromptSubmit hooks; ``False`` when a hook blocked it (nothing recorded but that)."""
+        text, loads = self._invocation(text)
+        outcome = None if self.hooks is None else await self.hooks.run("UserPromptSubmit", {"prompt": text})
+        if outcome is not None and outcome.blocked:
+            self.record(PromptBlocked(reason=outcome.reason))
+            return False
+        self.record(UserMessage(text=text, client_msg_id=client_msg_id or msgspec.UNSET))
+        for skill, arguments in loads:
+            if skill.name not in self.skills_loaded:
+                self.skills_loaded.add(skill.name)
+                self.record(SkillLoaded(name=skill.name, scope=skill.scope, path=skill.path,
+                                        text=skill.loaded_text(arguments)))
+        for context in outcome.context if outcome is not None else []:
+            self.record(HookContext(hook_event="UserPromptSubmit", text=f"[UserPromptSubmit hook: {context}]"))
+        return True
 
     async def ask_agent(self, agent: str, question: str) -> str:
         """A background agent's answer (the ``ask_agent`` tool). Raises ``LookupError``."""
@@ -357,6 +373,7 @@ class Session:
         try:
             for agent in self.background.values():
                 await agent.prepare()  # quick (the verifier's copy of the workspace), never a test run
+            await self.lifecycle("SessionStart", {"source": "resume" if self.resumed_at_seq else "startup"})
             if self.resume_fanout is not None and self.fanout is not None:
                 spawned, finished = self.resume_fanout
                 self.resume_fanout = None
@@ -374,8 +391,11 @@ class Session:
             if first_task:
                 self.submit(first_task)
             async for text, client_msg_id in self._inputs:
-                self.record(UserMessage(text=text, client_msg_id=client_msg_id or msgspec.UNSET))
-                reason, result, message = await self._turn()
+                if await self._submit_prompt(text, client_msg_id):
+                    reason, result, message = await self._turn()
+                else:
+                    reason, result, message = "error", "", "a UserPromptSubmit hook blocked the message"
+                    self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="error"))
                 if self.end_when_idle:
                     break
             else:
@@ -393,6 +413,11 @@ class Session:
                                         f"resume with `musec run --resume {self.id}`")
         finally:
             with anyio.CancelScope(shield=True):
+                if self.hooks is not None and not paused:
+                    with anyio.move_on_after(30):
+                        for name in self.background:
+                            await self.hooks.run("AgentStop", {"agent_type": name}, agent=name)
+                        await self.hooks.run("SessionEnd", {"reason": reason})
                 if self._background_scope is not None:
                     self._background_scope.cancel()  # nothing of theirs is written after the end
                 self._finish(reason, result, message, write=not paused)

@@ -24,15 +24,20 @@ Harbor's process environment, and ``--ae KEY=VALUE``.
 Agent kwargs (``--ak``): ``sandbox`` (musec's command sandbox inside the environment,
 ``off`` by default because the task environment is the sandbox; ``bwrap`` also isolates
 musec's commands, with their network off), ``agents`` (background roles, default musec's),
-``max_turns``, ``budget_usd``, ``wheel``, ``wheelhouse``.
+``max_turns``, ``budget_usd``, ``wheel``, ``wheelhouse``, ``snapshot`` (commit a workspace that is
+not a git repository first, as fan-out needs a base commit; default on) and ``apply`` (run
+``musec apply`` when a fan-out's integration passed, so that its result is in the
+workspace the tests grade; default on).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,6 +78,10 @@ class MusecOptions(InstalledAgentOptions):
     budget_usd: float | None = Field(default=None, description="stop when the session has cost this much.")
     wheel: str | None = Field(default=None, description="the musec wheel to install (default: built from this musec).")
     wheelhouse: str | None = Field(default=None, description="a folder of wheels: install offline from it.")
+    snapshot: bool = Field(default=True, description="commit the workspace first when it is not a git repository "
+                           "(musec's fan-out needs a base commit).")
+    apply: bool = Field(default=True, description="bring a fan-out's passing integration into the workspace "
+                        "(musec apply) when the run ends.")
 
 
 _FORMATS = (ModelApiFormat.ANTHROPIC_MESSAGES, ModelApiFormat.OPENAI_RESPONSES, ModelApiFormat.OPENAI_CHAT_COMPLETIONS)
@@ -194,7 +203,7 @@ class MusecAgent(BaseInstalledAgent):
                  f"--sandbox {shlex.quote(opts.sandbox)}", f"--max-turns {int(opts.max_turns)}"]
         if opts.budget_usd:
             flags.append(f"--budget-usd {float(opts.budget_usd)}")
-        result = await environment.exec(_run_script(" ".join(flags)), env=env)
+        result = await environment.exec(_run_script(" ".join(flags), snapshot=opts.snapshot, apply=opts.apply), env=env)
         code = result.return_code
         if code in GRADABLE_EXITS:
             return
@@ -272,8 +281,15 @@ def _editable_source() -> Path | None:
     return Path(info["url"].removeprefix("file://"))
 
 
+def _scratch_dir(prefix: str) -> Path:
+    """A temporary folder removed when Harbor's process exits (wheels live for its trials)."""
+    out = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, out, True)
+    return out
+
+
 def _build_wheel(source: Path) -> Path:
-    out = Path(tempfile.mkdtemp(prefix="musec-wheel-"))
+    out = _scratch_dir("musec-wheel-")
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
                           capture_output=True, text=True, timeout=600)
     wheels = sorted(out.glob("musec-*.whl"))
@@ -300,7 +316,7 @@ def _download_wheelhouse(what: str, version: str, machine: str, glibc: str) -> P
     Raises:
         RuntimeError: pip could not find wheels for some dependency.
     """
-    out = Path(tempfile.mkdtemp(prefix="musec-wheelhouse-"))
+    out = _scratch_dir("musec-wheelhouse-")
     major, minor = (int(x) for x in glibc.split(".")[:2])
     platforms = [f"manylinux_{major}_{m}_{machine}" for m in range(minor, 16, -1)]
     platforms += [f"manylinux2014_{machine}", f"linux_{machine}"]
@@ -337,17 +353,31 @@ fi
 """
 
 
-def _run_script(flags: str) -> str:
-    """Shell: musec run, then its cost report, then the daemon stopped; exit as musec run did."""
+def _run_script(flags: str, *, snapshot: bool, apply: bool) -> str:
+    """Shell: the workspace snapshot, musec run, a fan-out's integration applied, the cost
+    report, the daemon stopped; exit as musec run did."""
     logs = "/logs/agent"
     py = f"{AGENT_ROOT}/bin/python"
+    snap = """
+if command -v git >/dev/null 2>&1 && ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  { git init -q && timeout 120 git add -A && git -c user.name=musec -c user.email=musec@localhost \\
+      commit -q --no-verify --allow-empty -m "task files before the agent run"; } \\
+    || echo "musec-harbor: could not snapshot the workspace in git" >&2
+fi""" if snapshot else ""
+    fanout = f"""
+  "$M" workers "$sid" --json > {logs}/musec-workers.json 2>> {logs}/musec-stderr.txt
+  if {py} -c 'import json, sys; sys.exit(not json.load(open(sys.argv[1]))["workers"])' {logs}/musec-workers.json 2>/dev/null; then
+    "$M" apply "$sid" > {logs}/musec-apply.txt 2>&1
+  fi""" if apply else ""
     return f"""
 M={AGENT_ROOT}/bin/musec
-mkdir -p "$MUSEC_HOME" /tmp/musec-harbor
+mkdir -p "$MUSEC_HOME" /tmp/musec-harbor{snap}
 "$M" run {flags} - < /installed-agent/instruction.md > {logs}/musec-stream.jsonl 2> {logs}/musec-stderr.txt
 rc=$?
 sid=$(tail -n 1 {logs}/musec-stream.jsonl 2>/dev/null | {py} -c 'import json, sys; print(json.load(sys.stdin).get("session_id", ""))' 2>/dev/null)
-if [ -n "$sid" ]; then "$M" cost "$sid" --json > {logs}/musec-cost.json 2>> {logs}/musec-stderr.txt; fi
+if [ -n "$sid" ]; then{fanout}
+  "$M" cost "$sid" --json > {logs}/musec-cost.json 2>> {logs}/musec-stderr.txt
+fi
 "$M" daemon stop > /dev/null 2>&1
 echo "$rc" > {logs}/musec-exit-code.txt
 exit $rc

@@ -55,6 +55,8 @@ def clean_env(home: Path) -> dict[str, str]:
         MUSEC_HOME=str(home), PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
         GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1", PYTHONDONTWRITEBYTECODE="1",
         MUSEC_AGENTS="none",  # tests that want background agents ask for them with --agents
+        # Never the person's keyring: no stored keys (a test of `musec login` sets its own).
+        PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
     )
     return env
 

@@ -177,8 +177,7 @@ RULES = [
          "background roles take a Recorder and the blackboard; they never import the daemon or the loop"),
 ]
 
-PENDING: dict[str, str] = {
-}
+PENDING: dict[str, str] = {}
 
 
 def _xfail(name: str, reasons: dict[str, str]) -> list:

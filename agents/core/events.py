@@ -17,12 +17,25 @@ retyped; a new field gets a default, so older logs still decode; unknown members
 ignored, so a newer log still decodes here. A field that only some events of a type carry
 is ``UNSET`` when absent, and is then left out of the line (never written as ``null``).
 
-Adding an event type means: a Struct here, a member of ``AnyEvent``, a decision in
-``persistence``, and a case in every fold (``History.apply``, the session's ``Counters``,
-``ResumeState``, ``FanoutState``, the agents/workers/costs views of
-``daemon/projections.py``, ``BackgroundAgent.fold``); each of those is
-a ``match`` ending in ``assert_never``, so a type left out fails type checking and the
-tests (``tests/agents/core/test_events.py``, ``tests/daemon/test_folds.py``).
+How to use it: build the Struct and record it (``session.record(ToolStarted(call_id=...,
+tool=...))``; the recorder sets ``agent``, the log ``seq`` and ``ts``); read events back with
+``decode_event`` (the log's readers do), and look at them with ``match``/``isinstance``,
+never by their ``type`` string.
+
+Adding an event type means, in this order:
+
+1. a Struct here (in the section of its feature), every field with a default unless every
+   line of the type has always carried it;
+2. a member of ``AnyEvent`` (``EVENT_TYPES`` follows);
+3. its decision in ``persistence`` (write-ahead or group commit, sent to clients or not);
+4. its case in every fold: ``History.apply`` (agents/history.py), the session's
+   ``Counters`` (daemon/projections.py), ``ResumeState`` (daemon/resume.py), ``FanoutState``
+   (agents/workers/state.py), the agents/workers/costs views (daemon/projections.py) and
+   ``BackgroundAgent.fold`` (agents/roles/base.py); each is a ``match`` ending in
+   ``assert_never``, so a type left out fails type checking and
+   ``tests/daemon/test_folds.py``;
+5. a line of it in ``tests/agents/core/old_lines.jsonl`` (``test_events.py`` fails until
+   every type has one), so the format it writes today stays readable.
 
 Why over 500 lines: this is the log's whole contract, one short Struct per event type with
 its field notes, and the persistence decision beside them; kept in one module on purpose,
@@ -40,10 +53,12 @@ from msgspec import UNSET, UnsetType
 from .conversation import Block
 
 __all__ = [
-    "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalRequested", "ApprovalResolved", "BaselineSnapshot",
-    "Conflict", "ConflictFile", "Durability", "Event", "FileEdited", "Integration", "IntegrationApplied", "KernelEvaluated",
-    "LogRepaired", "ModelRequest", "ModelResponse", "ModelRetry", "Persistence", "RateLimited", "RepoMap", "Review",
-    "SessionEnded", "SessionResumed", "SessionStarted", "TestRun", "ToolFinished", "ToolInterrupted", "ToolStarted",
+    "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalRequested", "ApprovalResolved",
+    "BaselineSnapshot", "Conflict", "ConflictFile", "Durability", "EVENT_TYPES", "Event", "FileEdited", "HookContext",
+    "HookRan", "InstructionsAdded", "Integration", "IntegrationApplied", "KernelEvaluated", "LogRepaired",
+    "McpServerFailed", "McpServerRestarting", "McpServerStarted", "ModelRequest", "ModelResponse", "ModelRetry",
+    "NetConnection", "Persistence", "PromptBlocked", "RateLimited", "RepoMap", "Review", "SessionEnded",
+    "SessionResumed", "SessionStarted", "SkillLoaded", "TestRun", "ToolFinished", "ToolInterrupted", "ToolStarted",
     "TurnEnded", "UnsetType", "UserMessage", "WorkerFinished", "WorkerSpawned", "decode_event", "event_type",
     "line_fields", "persistence",
 ]
@@ -70,7 +85,10 @@ class SessionStarted(Event, frozen=True, tag="session_started"):
     """The first line of every log: how the session was set up (no credentials, ever).
 
     ``git`` is ``{git_dir, base_commit, branch}`` (empty outside a repository); ``trust``
-    the workspace's trust record; ``rules`` the approval rules in force.
+    the workspace's trust record; ``rules`` the approval rules in force. A kernel campaign
+    (``musec optimize``) carries its ``kernel_spec`` and ``max_wall_s``; a session with
+    extensions their ``extensions`` (names of instructions, skills, commands, hooks and MCP
+    servers, what waits for trust; never a secret).
     """
 
     session_id: str = ""
@@ -87,12 +105,15 @@ class SessionStarted(Event, frozen=True, tag="session_started"):
     agents_model: str = ""
     agents_budget_usd: float = 0.0
     blackboard: bool = True
+    kernel_spec: str | UnsetType = UNSET
+    max_wall_s: float | UnsetType = UNSET
     system_prompt: str = ""
     musec_version: str = ""
     pid: int = 0
     git: dict[str, Any] = {}
     trust: dict[str, Any] = {}
     rules: list[dict[str, Any]] = []
+    extensions: dict[str, Any] | UnsetType = UNSET
 
 
 class SessionResumed(Event, frozen=True, tag="session_resumed"):
@@ -287,6 +308,100 @@ class ToolInterrupted(Event, frozen=True, tag="tool_interrupted"):
     reason: str = "interrupted"
 
 
+class NetConnection(Event, frozen=True, tag="net_connection"):
+    """A sandboxed command asked the session's proxy for ``host``:``port`` (``method``:
+    CONNECT or the HTTP method); ``decision`` allow or deny, by the ``net(...)`` ``rule``
+    and its ``source`` (empty rule, source ``mode``: no rule opened it)."""
+
+    host: str = ""
+    port: int = 0
+    method: str = ""
+    decision: str = ""
+    rule: str = ""
+    source: str = ""
+
+
+# --- extensions: instructions, skills, hooks, MCP servers ---------------------------------
+
+
+class InstructionsAdded(Event, frozen=True, tag="instructions_added"):
+    """A subdirectory's AGENTS.md (absolute ``path``, shown as ``rel``), reached by a read or
+    an edit; ``text`` is what the agent is shown at its next turn boundary."""
+
+    path: str = ""
+    rel: str = ""
+    text: str = ""
+
+
+class SkillLoaded(Event, frozen=True, tag="skill_loaded"):
+    """A skill the person invoked (``/NAME``, ``$NAME``): ``text`` is shown to the agent
+    at its next turn boundary."""
+
+    name: str = ""
+    scope: str = ""
+    path: str = ""
+    text: str = ""
+
+
+class HookContext(Event, frozen=True, tag="hook_context"):
+    """What a hook adds to the conversation at ``hook_event`` (a Stop hook's reason to go
+    on, a SessionStart or UserPromptSubmit hook's context), shown at the next turn boundary."""
+
+    hook_event: str = ""
+    text: str = ""
+
+
+class HookRan(Event, frozen=True, tag="hook_ran"):
+    """A hook ran at ``hook_event`` (``decision``: allow, block, error, timeout or
+    untrusted); its output only as its ``reason`` and ``context``, and the tool input it
+    amended (``updated_input``)."""
+
+    hook_event: str = ""
+    command: str = ""
+    source: str = ""
+    matcher: str = ""
+    decision: str = ""
+    duration_s: float = 0.0
+    exit_status: int | None = None
+    sandbox: bool = True
+    reason: str | UnsetType = UNSET
+    context: str | UnsetType = UNSET
+    updated_input: dict[str, Any] | UnsetType = UNSET
+
+
+class PromptBlocked(Event, frozen=True, tag="prompt_blocked"):
+    """A UserPromptSubmit hook refused the person's message (it never reached the agent)."""
+
+    reason: str = ""
+
+
+class McpServerStarted(Event, frozen=True, tag="mcp_server_started"):
+    """An MCP server is serving (after ``restarts`` restarts); ``tools`` its tools as listed
+    (``name``, ``description``, ``input_schema``), which replay offers again."""
+
+    server: str = ""
+    transport: str = ""
+    source: str = ""
+    restarts: int = 0
+    tools: list[dict[str, Any]] = []
+
+
+class McpServerRestarting(Event, frozen=True, tag="mcp_server_restarting"):
+    """An MCP server went away (``error``) and is started again after ``delay_s`` seconds."""
+
+    server: str = ""
+    attempt: int = 0
+    delay_s: float = 0.0
+    error: str = ""
+
+
+class McpServerFailed(Event, frozen=True, tag="mcp_server_failed"):
+    """An MCP server could not be (re)started and is given up on; its tools answer errors."""
+
+    server: str = ""
+    error: str = ""
+
+
 # --- agents, workers, integration ---------------------------------------------------
 
 
@@ -448,7 +563,9 @@ class KernelEvaluated(Event, frozen=True, tag="kernel_evaluated"):
 AnyEvent = (
     SessionStarted | SessionResumed | LogRepaired | TurnEnded | SessionEnded
     | UserMessage | AgentMessage | ModelRequest | ModelResponse | ModelRetry | RateLimited
-    | ApprovalRequested | ApprovalResolved | ToolStarted | FileEdited | ToolFinished | ToolInterrupted
+    | ApprovalRequested | ApprovalResolved | ToolStarted | FileEdited | ToolFinished | ToolInterrupted | NetConnection
+    | InstructionsAdded | SkillLoaded | HookContext | HookRan | PromptBlocked
+    | McpServerStarted | McpServerRestarting | McpServerFailed
     | AgentSpawned | AgentFailed | WorkerSpawned | WorkerFinished | Integration | IntegrationApplied
     | TestRun | BaselineSnapshot | RepoMap | Review | KernelEvaluated
 )
@@ -513,18 +630,21 @@ def persistence(event: AnyEvent) -> Persistence:
     """How ``event`` is persisted and shown: the one place this is decided.
 
     Write-ahead: what announces a side effect or a wait (a tool starting, an approval
-    asked or answered, a worker's worktree, a message another agent acts on), the
-    session's start, resume and end, and what later events build on. Everything else is
-    group-committed. Every event reaches the attached clients.
+    asked or answered, a connection leaving the sandbox, a worker's worktree, a message
+    another agent acts on, a kernel campaign's evaluation and its kept commit), the
+    session's start, resume and end, and what later events build on. Everything else is group-committed (what shapes the conversation without a
+    side effect, like a hook's context or a skill's text, is as durable as the model's
+    answers: a crash loses it only with the turn it belonged to). Every event reaches the attached clients.
     """
     match event:
         case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | UserMessage() | AgentMessage()
-              | ApprovalRequested() | ApprovalResolved() | ToolStarted() | ToolInterrupted() | AgentSpawned()
-              | WorkerSpawned() | Integration() | IntegrationApplied()):
+              | ApprovalRequested() | ApprovalResolved() | ToolStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
+              | WorkerSpawned() | Integration() | IntegrationApplied() | KernelEvaluated()):
             return _AHEAD
         case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()
               | ToolFinished() | AgentFailed() | WorkerFinished() | TestRun() | BaselineSnapshot() | RepoMap()
-              | Review() | KernelEvaluated()):
+              | Review() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
+              | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
             return _GROUP
         case _:
             assert_never(event)

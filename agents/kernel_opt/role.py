@@ -4,11 +4,11 @@ The daemon calls ``start_campaign`` when a session is started with a campaign sp
 (``musec optimize SPEC``) or resumed: it gets the campaign's tools, the text added to the
 system prompt, and the ``Campaign`` whose leaderboard it replayed from the session's own
 ``kernel_evaluated`` events. It injects two things and imports nothing of the daemon:
-``record(fields)``, which appends one ``kernel_evaluated`` event with the given fields, and
-``tool_calls()``, the session's tool-call count so far.
+``record(event)``, which appends one ``KernelEvaluated`` event, and ``tool_calls()``, the
+session's tool-call count so far.
 
-``event_fields`` and ``entry_from_fields`` convert between a leaderboard entry and that
-event's fields, so the event log holds everything the board is rebuilt from.
+``evaluated_event`` and ``entry_of`` convert between a leaderboard entry and that event, so
+the event log holds everything the board is rebuilt from.
 """
 
 from __future__ import annotations
@@ -19,45 +19,42 @@ from typing import Any
 
 import msgspec
 
+from ..core.events import KernelEvaluated
 from .campaign import Campaign
 from .evaluate import Evaluation
 from .leaderboard import Entry
 from .spec import CampaignSpec, load_spec
 from .tools import campaign_prompt, campaign_tools
 
-#: The event type a campaign records, one per evaluate_kernel call.
-EVENT_TYPE = "kernel_evaluated"
 
-
-def event_fields(entry: Entry, campaign: Campaign) -> dict[str, Any]:
-    """The ``kernel_evaluated`` event's fields for ``entry``: a flat summary for readers of
-    the log and of ``stream-json``, and the whole evaluation for the leaderboard."""
+def evaluated_event(entry: Entry, campaign: Campaign) -> KernelEvaluated:
+    """The ``kernel_evaluated`` event of ``entry``: a flat summary for readers of the log
+    and of ``stream-json``, and the whole evaluation for the leaderboard."""
     ev = entry.evaluation
-    return {
-        "campaign": campaign.spec.name, "n": entry.n, "candidate": ev.candidate,
-        "candidate_sha256": ev.candidate_sha256, "status": ev.status, "correct": ev.correct,
-        "reason": ev.reason, "timing": ev.timing, "candidate_us": ev.candidate_us,
-        "baseline_us": ev.baseline_us, "speedup": ev.speedup, "tool_calls": ev.tool_calls,
-        "commit": entry.commit, "branch": campaign.branch,
-        "csv_path": str(campaign.out_dir / "leaderboard.csv"),
-        "plot_path": str(campaign.out_dir / "speedup.png"),
-        "evaluation": msgspec.to_builtins(ev),
-    }  # fmt: skip
+    return KernelEvaluated(
+        campaign=campaign.spec.name, n=entry.n, candidate=ev.candidate,
+        candidate_sha256=ev.candidate_sha256, status=ev.status, correct=ev.correct,
+        reason=ev.reason, timing=ev.timing, candidate_us=ev.candidate_us,
+        baseline_us=ev.baseline_us, speedup=ev.speedup, tool_calls=ev.tool_calls,
+        commit=entry.commit, branch=campaign.branch,
+        csv_path=str(campaign.out_dir / "leaderboard.csv"),
+        plot_path=str(campaign.out_dir / "speedup.png"),
+        evaluation=msgspec.to_builtins(ev),
+    )  # fmt: skip
 
 
-def entry_from_fields(fields: dict[str, Any]) -> Entry:
+def entry_of(event: KernelEvaluated) -> Entry:
     """The leaderboard entry a ``kernel_evaluated`` event records (its ``evaluation`` field)."""
-    ev = msgspec.convert(fields["evaluation"], Evaluation)
-    return Entry(int(fields["n"]), ev, fields.get("commit"))
+    return Entry(event.n, msgspec.convert(event.evaluation, Evaluation), event.commit)
 
 
 def start_campaign(
     spec: str | CampaignSpec,
     workspace: Path,
     out_dir: Path,
-    record: Callable[[dict[str, Any]], None],
+    record: Callable[[KernelEvaluated], object],
     tool_calls: Callable[[], int],
-    past: Iterable[dict[str, Any]] = (),
+    past: Iterable[KernelEvaluated] = (),
     started_at: float | None = None,
     max_wall_s: float | None = None,
 ) -> tuple[Campaign, list[Any], str]:
@@ -67,9 +64,9 @@ def start_campaign(
         spec: a spec name or path (``spec.load_spec``), or a loaded spec.
         workspace: the session's workspace (the candidate file lives there).
         out_dir: where the CSV and the plot go.
-        record: appends one ``kernel_evaluated`` event with the fields given.
+        record: appends one ``kernel_evaluated`` event.
         tool_calls: the session's tool-call count so far.
-        past: the fields of the session's earlier ``kernel_evaluated`` events, in order
+        past: the session's earlier ``kernel_evaluated`` events, in order
             (resume), from which the board is rebuilt.
         started_at: when the session started (Unix seconds; the wall budget counts from it).
         max_wall_s: the wall-time budget, overriding the spec's ``budget.max_wall``.
@@ -86,8 +83,8 @@ def start_campaign(
         campaign.started_at = started_at
     if max_wall_s is not None:
         campaign.max_wall_s = max_wall_s
-    campaign.replay(entry_from_fields(f) for f in past)
-    campaign.sink = lambda entry: record(event_fields(entry, campaign))
+    campaign.replay(entry_of(e) for e in past)
+    campaign.sink = lambda entry: record(evaluated_event(entry, campaign))
     campaign.prepare()
     if campaign.board.entries:
         campaign.write_outputs()

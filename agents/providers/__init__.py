@@ -129,12 +129,15 @@ def make_provider(
     provider = _http_provider(entry, model_id, credentials, common)
     provider.catalog_id = entry.id
     if limiter is not None:
+        # The catalog's limits bind only where the person configured them (their tier);
+        # otherwise the limiter learns them from the headers and 429s.
+        rl = entry.rate_limits
         limits = {
-            "requests": entry.rate_limits.requests_per_minute,
-            "input_tokens": entry.rate_limits.input_tokens_per_minute,
-            "output_tokens": entry.rate_limits.output_tokens_per_minute,
-            "tokens": entry.rate_limits.tokens_per_minute,
-        }
+            "requests": rl.requests_per_minute,
+            "input_tokens": rl.input_tokens_per_minute,
+            "output_tokens": rl.output_tokens_per_minute,
+            "tokens": rl.tokens_per_minute,
+        } if rl.configured else {}
         provider.limiter = limiter.limiter_for(
             provider.name, provider.base_url, provider._api_key, limits
         )

@@ -51,6 +51,7 @@ _LIMIT_KEYS = (
     "output_tokens_per_minute",
     "tokens_per_minute",
 )
+_DEFAULT_SOURCE = "catalog_default.toml"
 _INT_KEYS = ("context_window_tokens", "max_output_tokens", *_LIMIT_KEYS)
 _STR_KEYS = ("provider", "model", "base_url")
 _KNOWN_KEYS = frozenset({*_PRICE_KEYS, *_INT_KEYS, *_STR_KEYS, "trains_on_data"})
@@ -72,12 +73,20 @@ class Prices:
 
 @dataclass(frozen=True)
 class RateLimits:
-    """Per-minute limits of one credential for this model; ``None`` means unknown."""
+    """Per-minute limits of one credential for this model; ``None`` means unknown.
+
+    ``configured`` says the person set at least one of them (their ``models.toml``): only
+    then do they bind the limiter up front. The shipped numbers are one tier's (the lowest);
+    held to them, an account of a higher tier, or an endpoint that sends no rate-limit
+    headers (a proxy, a gateway), would wait for nothing, so without ``configured`` the
+    limiter learns the limits from the response headers and 429s alone.
+    """
 
     requests_per_minute: int | None = None
     input_tokens_per_minute: int | None = None
     output_tokens_per_minute: int | None = None
     tokens_per_minute: int | None = None
+    configured: bool = False
 
 
 @dataclass(frozen=True)
@@ -240,7 +249,8 @@ def _entry(
         max_output_tokens=ints["max_output_tokens"],
         prices=prices,
         trains_on_data=bool(_value(model_id, table, "trains_on_data", bool)),
-        rate_limits=RateLimits(**{key: ints[key] for key in _LIMIT_KEYS}),
+        rate_limits=RateLimits(**{key: ints[key] for key in _LIMIT_KEYS},
+                               configured=any(table[k][0] != _DEFAULT_SOURCE for k in _LIMIT_KEYS if k in table)),
         aliases=aliases,
     )
 

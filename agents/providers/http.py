@@ -13,7 +13,7 @@ from musec.agents.core.conversation import ModelRequest, ModelResponse
 from musec.agents.core.errors import ProviderError
 
 from .base import OnDelta
-from .ratelimit import OnRateLimited, RateLimiter
+from .ratelimit import OnRateLimited, RateLimiter, rate_limit_headers
 from .retry import OnRetry, RetryPolicy, stream_with_retries
 from .sse import DEFAULT_TIMEOUT
 
@@ -57,6 +57,7 @@ class StreamingHTTPProvider:
         self.model = model
         self.catalog_id = ""
         self.limiter = limiter
+        self._limit_headers_seen = False  # the last response named rate limits
         self.on_rate_limited = on_rate_limited
         self._sent_bytes = 0
         self.base_url = base_url.rstrip("/")
@@ -109,9 +110,12 @@ class StreamingHTTPProvider:
                 response = await self._stream_once(body, counted)
             except BaseException as error:
                 self.limiter.refund(estimate)
-                if isinstance(error, ProviderError) and error.status == 429 and error.retry_after_s:
+                if isinstance(error, ProviderError) and error.status == 429:
                     # Everyone on this credential waits, not just this caller.
-                    self.limiter.pause(min(error.retry_after_s, self.retry_policy.max_retry_after_s))
+                    if error.retry_after_s:
+                        self.limiter.pause(min(error.retry_after_s, self.retry_policy.max_retry_after_s))
+                    elif not self._limit_headers_seen:
+                        self.limiter.reject(self.retry_policy.max_retry_after_s)
                 raise
             self.limiter.settle(estimate, response.usage)
             return response
@@ -124,6 +128,7 @@ class StreamingHTTPProvider:
         """Every response's headers, errors included: rate-limit feedback."""
         if self.limiter is not None:
             self.limiter.observe(headers)
+            self._limit_headers_seen = bool(rate_limit_headers(headers))
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""

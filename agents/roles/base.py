@@ -29,19 +29,28 @@ from ..core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    HookContext,
+    HookRan,
+    InstructionsAdded,
     Integration,
     IntegrationApplied,
     KernelEvaluated,
     LogRepaired,
+    McpServerFailed,
+    McpServerRestarting,
+    McpServerStarted,
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    NetConnection,
+    PromptBlocked,
     RateLimited,
     RepoMap,
     Review,
     SessionEnded,
     SessionResumed,
     SessionStarted,
+    SkillLoaded,
     TestRun,
     ToolFinished,
     ToolInterrupted,
@@ -57,6 +66,8 @@ log = structlog.get_logger("musec.roles")
 
 INBOX_EVENTS = 256
 MAX_BACKOFF_S = 30.0
+MAX_RESTARTS = 4
+"""A role that fails this many times more is not started again (no crash loop)."""
 
 
 class BackgroundAgent:
@@ -74,6 +85,7 @@ class BackgroundAgent:
     """
 
     role = ""
+    first_backoff_s = 1.0  # the pause before the first restart; it doubles up to MAX_BACKOFF_S
 
     def __init__(self, recorder: Recorder, blackboard: Any, workspace: Path) -> None:
         self.recorder = recorder
@@ -117,7 +129,9 @@ class BackgroundAgent:
             case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ToolStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
-                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review() | KernelEvaluated()):
+                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review() | KernelEvaluated()
+                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
                 pass
             case _:
                 assert_never(event)
@@ -152,20 +166,28 @@ class BackgroundAgent:
         return self.recorder.record(msgspec.structs.replace(event, agent=self.agent_id))
 
     async def supervise(self) -> None:
-        """Run the role; on a failure, report it and start again after a growing pause."""
-        backoff = 1.0
-        while True:
+        """Run the role; on a failure start it again after a growing pause, at most
+        ``MAX_RESTARTS`` times. The first failure is reported (one ``agent_failed``
+        event, which the person sees); later ones go to the daemon's log only, and the
+        role stops for good once the restarts are spent (its state says why)."""
+        backoff = self.first_backoff_s
+        for attempt in range(MAX_RESTARTS + 1):
             try:
                 await self.run()
                 return
             except Exception as exc:  # supervision at the edge: the session goes on
                 log.exception("background_agent_failed", session_id=self.recorder.id, agent=self.agent_id)
                 self.ready.set()  # nobody waits on a failed agent
-                self.state = "restarting"
-                try:
-                    self.record(AgentFailed(role=self.role, error=f"{type(exc).__name__}: {exc}"[:500], retry_in_s=backoff))
-                except OSError:
+                error = f"{type(exc).__name__}: {exc}"[:500]
+                if attempt == MAX_RESTARTS:
+                    self.state = f"failed {attempt + 1} times, stopped: {error}"[:200]
                     return
+                self.state = f"restarting after {attempt + 1} failure(s)"
+                if attempt == 0:
+                    try:
+                        self.record(AgentFailed(role=self.role, error=error, retry_in_s=backoff))
+                    except (OSError, ValueError):  # the log cannot take it: stop, quietly
+                        return
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
 

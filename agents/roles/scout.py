@@ -18,6 +18,8 @@ import anyio
 
 from ..core.events import AgentSpawned, AnyEvent, RepoMap, UserMessage
 from ..recorder import Recorder
+from ..tools.base import printable
+from ..tools.paths import unescape_bytes
 from .base import BackgroundAgent
 
 _SYMBOL = re.compile(r"^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)", re.M)
@@ -77,11 +79,15 @@ class Scout(BackgroundAgent):
         rg = find_ripgrep()
         if rg is not None:
             proc = subprocess.run([rg, "--files", "--hidden", "--glob", "!.git"], cwd=self.workspace,
-                                  capture_output=True, text=True, timeout=60)
-            self.files = sorted(proc.stdout.splitlines())[: self.MAX_FILES]
+                                  capture_output=True, timeout=60)
+            # File names are bytes; those that are not UTF-8 are shown as \xNN (never a
+            # lone surrogate, which no log or wire can carry).
+            names = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+            self.files = sorted(printable(n) for n in names)[: self.MAX_FILES]
         else:  # pragma: no cover - ripgrep is a dependency
             self.files = sorted(str(p.relative_to(self.workspace)) for p in self.workspace.rglob("*")
                                 if p.is_file() and ".git" not in p.parts)[: self.MAX_FILES]
+            self.files = [printable(f) for f in self.files]
         for path in self.files:
             self._scan(path)
 
@@ -89,7 +95,7 @@ class Scout(BackgroundAgent):
         if not path.endswith(".py"):
             return
         try:
-            full = self.workspace / path
+            full = self.workspace / unescape_bytes(path)
             board = self.blackboard
             data = board.read(full, self.agent_id, 2 * 1024 * 1024) if board is not None else full.read_bytes()
             text = data.decode("utf-8", errors="replace")

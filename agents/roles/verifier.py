@@ -241,7 +241,9 @@ class Verifier(BackgroundAgent):
 
         result = await run_tests(command, cwd or self.workspace, timeout_s=TEST_TIMEOUT_S, wrap=self.wrap)
         failing = set(result.failing_tests)
-        if not result.passed and not failing:
+        if result.no_tests_ran:  # nothing was checked: never a pass, never a silent baseline
+            failing = {f"{command}: no tests ran"}
+        elif not result.passed and not failing:
             failing = {f"{command} (exit status {result.exit_status}{', timed out' if result.timed_out else ''})"}
         if trigger == "edit" or (self.last_run is None and not narrowed):
             self.last_run = {"passed": result.passed, "failing": sorted(failing), "output_tail": result.output[-2000:]}

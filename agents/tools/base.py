@@ -14,6 +14,28 @@ from ..core.faults import NO_FAULTS, Faults
 Access = Literal["read", "write", "execute"]
 
 
+def printable(text: str) -> str:
+    """``text`` made encodable as UTF-8: a lone surrogate (a file name's undecodable byte,
+    as ``os.fsdecode`` and ``surrogateescape`` give it) becomes ``\\xNN`` for that byte
+    (``\\uDXXX`` for a surrogate no byte gives). Tools accept the ``\\xNN`` spelling
+    back in paths (``paths.resolve_tool_path``). Text that encodes is returned as is."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 class FileEdit(msgspec.Struct, frozen=True):
     """One file changed by a tool: logged as a ``file_edited`` event.
 
@@ -26,12 +48,17 @@ class FileEdit(msgspec.Struct, frozen=True):
     after_sha256: str
     diff: str
 
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "path", printable(self.path))
+        msgspec.structs.force_setattr(self, "diff", printable(self.diff))
+
 
 class ToolOutput(msgspec.Struct, frozen=True):
     """What a tool call produced.
 
     ``content`` is what the model sees. ``full_output`` (bytes) is the untruncated output
-    when ``content`` was capped; the caller stores it as a blob. ``exit_status`` is the
+    when ``content`` was capped; the caller stores it as a blob. ``content`` is made
+    encodable on creation (``printable``). ``exit_status`` is the
     process exit status for ``bash`` (negative: killed by that signal), else ``None``.
     """
 
@@ -42,6 +69,11 @@ class ToolOutput(msgspec.Struct, frozen=True):
     full_output: bytes | None = None
     timed_out: bool = False
 
+    def __post_init__(self) -> None:
+        # Outside text (file names, command output) must reach the log and the wire
+        # encodable: a lone surrogate would end the session when it is written.
+        msgspec.structs.force_setattr(self, "content", printable(self.content))
+
 
 class SandboxPolicy(msgspec.Struct, frozen=True):
     """How commands are isolated.
@@ -49,12 +81,19 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     ``profile`` is ``workspace-write`` (the workspace writable) or ``read-only`` (the
     workspace mounted read-only, for plan mode and ``--approval read-only``).
     ``mode`` is ``bwrap``, ``seatbelt`` or ``off`` (only when the person chose it).
+    ``read_deny`` holds the globs of the ``read`` deny rules (absolute, or relative to
+    the workspace); what they match is hidden from commands (``sandbox.hidden_paths``).
+    ``proxy_socket``: the session's network proxy (``daemon/netproxy.py``) when ``net``
+    rules open the network for some hosts; with bwrap the network stays unshared and
+    commands reach the proxy through ``netbridge``.
     """
 
     mode: str = "bwrap"
     profile: str = "workspace-write"
     network: bool = False
     writable_roots: tuple[str, ...] = ()
+    read_deny: tuple[str, ...] = ()
+    proxy_socket: str = ""
 
 
 class ToolContext(msgspec.Struct):

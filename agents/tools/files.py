@@ -2,12 +2,17 @@
 
 Paths are resolved with ``paths.resolve_tool_path`` (workspace-relative, symlinks
 followed, escapes refused). Writes are atomic (temporary file + rename) and return a
-``FileEdit`` with the SHA-256 before and after and a unified diff.
+``FileEdit`` with the SHA-256 before and after and a unified diff. A read-modify-write
+holds a per-file lock (every session's tools run in the daemon's process), and an edit
+is refused when the file changed on disk between its read and its write (issue 13).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,31 @@ MAX_READ_OUTPUT_CHARS = 200_000
 """``read_file`` stops adding lines past this many characters of output."""
 
 EDIT_SNIPPET_CONTEXT_LINES = 3
+
+
+_FILE_LOCKS = [threading.Lock() for _ in range(256)]
+"""Striped locks, picked by the resolved path: every read-modify-write of one file in
+this process (the daemon runs every session's tools) is one at a time."""
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    with _FILE_LOCKS[zlib.crc32(str(path).encode("utf-8", "surrogateescape")) % len(_FILE_LOCKS)]:
+        yield
+
+
+def _unchanged_since_read(path: Path, before: bytes | None, name: str) -> None:
+    """Refuse to write when the file changed since it was read (another process: a
+    second daemon, an editor); within this daemon ``_file_lock`` keeps edits in turn."""
+    try:
+        now = path.read_bytes()
+    except FileNotFoundError:
+        now = None
+    if now != before:
+        raise ToolInputError(
+            f"{name} changed on disk while this edit was being made (another session or an "
+            "editor wrote it); nothing was written: read it again and redo the change"
+        )
 
 
 def _path_list(input: dict[str, Any]) -> Sequence[str]:
@@ -194,10 +224,11 @@ class WriteFileTool:
         name = display_path(path, ctx)
         if path.is_dir():
             raise ToolInputError(f"{name} is a directory; give a file path")
-        before = path.read_bytes() if path.exists() else None
         data = content.encode("utf-8")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, data, ctx.faults)
+        with _file_lock(path):
+            before = path.read_bytes() if path.exists() else None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, data, ctx.faults)
         if before is None:
             diff = unified_diff(None, content, name)
         else:
@@ -267,16 +298,18 @@ class EditFileTool:
             raise ToolInputError(
                 "old_string and new_string are the same; there is nothing to change"
             )
-        _existing_file(path, name, max_bytes=MAX_EDIT_FILE_BYTES, tool=self.name)
-        data = path.read_bytes()
-        decoded = decode_text(data, name)
-        result = apply_edit(decoded.text, old, new, replace_all=replace_all, name=name)
-        new_data = decoded.encode(result.text)
-        if new_data == data:
-            raise ToolInputError(
-                "the edit changes nothing once line endings are matched to the file"
-            )
-        atomic_write(path, new_data, ctx.faults)
+        with _file_lock(path):
+            _existing_file(path, name, max_bytes=MAX_EDIT_FILE_BYTES, tool=self.name)
+            data = path.read_bytes()
+            decoded = decode_text(data, name)
+            result = apply_edit(decoded.text, old, new, replace_all=replace_all, name=name)
+            new_data = decoded.encode(result.text)
+            if new_data == data:
+                raise ToolInputError(
+                    "the edit changes nothing once line endings are matched to the file"
+                )
+            _unchanged_since_read(path, data, name)
+            atomic_write(path, new_data, ctx.faults)
         edit = FileEdit(
             path=name,
             before_sha256=sha256_hex(data),

@@ -9,13 +9,20 @@ Reads are allowed under the same roots as writes for now (nothing else on the ma
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from .base import ToolContext
+from .base import ToolContext, printable
 from .errors import PathRefused, ToolInputError
 
-__all__ = ["allowed_roots", "display_path", "is_within", "resolve_tool_path"]
+__all__ = [
+    "allowed_roots",
+    "display_path",
+    "is_within",
+    "resolve_tool_path",
+    "unescape_bytes",
+]
 
 
 def is_within(path: str, root: str) -> bool:
@@ -54,6 +61,8 @@ def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path") -> P
         raise ToolInputError(f"`{what}` contains a NUL byte; give a plain path")
     roots = allowed_roots(ctx)
     workspace = roots[0]
+    raw = _unescape_bytes(raw, workspace)
+    raw = _home(raw, ctx, what)
     joined = os.path.join(workspace, raw)  # an absolute raw replaces the workspace
     lexical = os.path.normpath(joined)
     if not _within_any(lexical, roots):
@@ -71,15 +80,47 @@ def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path") -> P
     return Path(resolved)
 
 
+_BYTE_ESCAPE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
+
+
+def unescape_bytes(text: str) -> str:
+    """The inverse of ``base.printable`` for bytes 0x80-0xFF: ``\\xNN`` becomes the
+    ``surrogateescape`` character that ``os.fsencode`` turns back into that byte."""
+    return _BYTE_ESCAPE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text)
+
+
+def _unescape_bytes(raw: str, workspace: str) -> str:
+    """A path written with ``\\xNN`` for bytes that are not UTF-8 (as ``display_path``
+    shows them) names the file with those bytes, when no file has the literal name."""
+    if "\\x" not in raw or os.path.lexists(os.path.join(workspace, raw)):
+        return raw
+    return unescape_bytes(raw)
+
+
+def _home(raw: str, ctx: ToolContext, what: str) -> str:
+    """``~`` and ``~/...`` mean the home directory (checked against the roots like any
+    absolute path), never a folder named ``~``; ``~user`` is refused."""
+    if not raw.startswith("~"):
+        return raw
+    if raw == "~" or raw.startswith("~/"):
+        home = ctx.env.get("HOME") or os.path.expanduser("~")
+        return home.rstrip("/") + raw[1:]
+    raise PathRefused(
+        f"`{what}` {raw} names another user's home directory; give a path inside the workspace "
+        "(to name a file called ~..., write ./" + raw + ")"
+    )
+
+
 def display_path(path: Path, ctx: ToolContext) -> str:
-    """``path`` relative to the workspace (POSIX form) if inside it, else absolute."""
+    """``path`` relative to the workspace (POSIX form) if inside it, else absolute; bytes
+    that are not UTF-8 are shown as ``\\xNN`` (``base.printable``)."""
     workspace = os.path.realpath(ctx.workspace)
     text = str(path)
     if text == workspace:
         return "."
     if is_within(text, workspace):
-        return Path(os.path.relpath(text, workspace)).as_posix()
-    return text
+        return printable(Path(os.path.relpath(text, workspace)).as_posix())
+    return printable(text)
 
 
 def _within_any(path: str, roots: Sequence[str]) -> bool:

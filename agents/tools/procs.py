@@ -21,6 +21,8 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from .spawn import open_process
+
 __all__ = ["OutputBuffer", "ProcessExit", "run_process_group"]
 
 DEFAULT_KEEP_MAX_BYTES = 32 * 1024 * 1024
@@ -73,14 +75,15 @@ class OutputBuffer:
         return tail[-n:] if len(tail) >= n else (bytes(self._head) + tail)[-n:]
 
     def text(self) -> str:
-        """The stream as text (UTF-8, bad bytes replaced), capped with an omission marker."""
+        """The stream as text (UTF-8; a byte that is not UTF-8 as ``\\xNN``, as tools show
+        file names), capped with an omission marker."""
         if not self.capped:
-            return (bytes(self._head) + b"".join(self._tail)).decode("utf-8", errors="replace")
+            return (bytes(self._head) + b"".join(self._tail)).decode("utf-8", errors="backslashreplace")
         head_n = self.max_bytes // 2
         tail_n = self.max_bytes - head_n
         omitted = self.total_bytes - head_n - tail_n
-        head = bytes(self._head[:head_n]).decode("utf-8", errors="replace")
-        tail = self._last(tail_n).decode("utf-8", errors="replace")
+        head = bytes(self._head[:head_n]).decode("utf-8", errors="backslashreplace")
+        tail = self._last(tail_n).decode("utf-8", errors="backslashreplace")
         return f"{head}\n[... {omitted} bytes omitted ...]\n{tail}"
 
     def full(self) -> bytes:
@@ -226,7 +229,7 @@ async def _start(argv: Sequence[str], cwd: Path | str, env: Mapping[str, str], *
     # its end of file says they have all exited, even those that redirected stdout.
     sentinel, child_end = socket.socketpair()
     try:
-        process = await anyio.open_process(
+        process = await open_process(  # vfork, not uvloop's fork of the whole daemon
             list(argv),
             stdin=subprocess.PIPE if pipe_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.conversation import ToolSpec
-from .base import Access, ToolContext, ToolInputError, ToolOutput
+from .base import Access, ToolContext, ToolInputError, ToolOutput, printable
 from .common import error_output, get_bool, get_str
 from .globmatch import compile_glob
 from .paths import display_path, resolve_tool_path
@@ -279,7 +279,7 @@ class GrepTool:
         if size > cap:
             cut = raw[:cap]
             cut = cut[: cut.rfind(b"\n") + 1] or cut
-            text = cut.decode("utf-8", "replace")
+            text = printable(cut.decode("utf-8", "surrogateescape"))
             return ToolOutput(
                 content=text
                 + f"[output capped at {cap} bytes; narrow the pattern, path or glob]\n",
@@ -289,4 +289,4 @@ class GrepTool:
             return error_output(f"grep failed: {failure}")
         if not raw:
             return ToolOutput(content=f"no matches for {pattern!r}")
-        return ToolOutput(content=raw.decode("utf-8", "replace"))
+        return ToolOutput(content=printable(raw.decode("utf-8", "surrogateescape")))

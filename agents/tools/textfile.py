@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import hashlib
+import heapq
 import os
 import re
 import stat
@@ -45,8 +46,17 @@ MAX_DIFF_BYTES = 256 * 1024
 MAX_DIFF_LINES = 40_000
 """Above this many lines (before + after) no diff is computed, only a summary."""
 
-MAX_CLOSEST_WINDOWS = 50_000
-"""``closest_lines`` gives up on files with more lines than this."""
+MAX_CLOSEST_CANDIDATES = 8
+"""``closest_lines`` scores at most this many windows of the file."""
+
+CHAR_RANKED_WINDOWS = 2
+"""``closest_lines`` compares characters only in this many best windows by lines."""
+
+MIN_ANCHOR_CHARS = 4
+"""Lines shorter than this (``}``, blank) do not anchor a ``closest_lines`` window."""
+
+MAX_CLOSEST_CHARS = 2_000
+"""Above this many characters ``closest_lines`` compares by lines, not by characters."""
 
 MAX_LISTED_MATCHES = 20
 
@@ -116,17 +126,32 @@ def _to_crlf(s: str) -> str:
     return re.sub(r"(?<!\r)\n", "\r\n", s)
 
 
-def _starts(text: str, needle: str) -> list[int]:
-    """Every start offset of ``needle`` in ``text``, overlapping ones included."""
+def _starts(text: str, needle: str, limit: int) -> list[int]:
+    """The first ``limit`` start offsets of ``needle`` in ``text``, overlapping ones included."""
     found, i = [], text.find(needle)
-    while i != -1:
+    while i != -1 and len(found) < limit:
         found.append(i)
         i = text.find(needle, i + 1)
     return found
 
 
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+def _lines_of(text: str, offsets: list[int]) -> list[int]:
+    """The 1-based line of each offset (ascending), counting newlines once: O(len(text))."""
+    lines, line, prev = [], 1, 0
+    for offset in offsets:
+        line += text.count("\n", prev, offset)
+        prev = offset
+        lines.append(line)
+    return lines
+
+
+def _replace_every(text: str, old: str, new: str) -> EditResult:
+    """``text.replace(old, new)`` with the line of each replaced occurrence, in linear time."""
+    offsets, i = [], text.find(old)
+    while i != -1:  # the non-overlapping occurrences str.replace uses
+        offsets.append(i)
+        i = text.find(old, i + len(old))
+    return EditResult(text.replace(old, new), len(offsets), _lines_of(text, offsets))
 
 
 def apply_edit(text: str, old: str, new: str, *, replace_all: bool, name: str) -> EditResult:
@@ -156,54 +181,108 @@ def apply_edit(text: str, old: str, new: str, *, replace_all: bool, name: str) -
     elif "\r\n" in old:
         candidates.append((old.replace("\r\n", "\n"), new.replace("\r\n", "\n")))
     for old_form, new_form in candidates:  # noqa: B007 (the matching pair is used below)
-        starts = _starts(text, old_form)
+        starts = _starts(text, old_form, MAX_LISTED_MATCHES + 1)
         if starts:
             break
     else:
         raise EditNotFound(_not_found_message(text, old, name))
     if replace_all:
-        lines, i = [], text.find(old_form)
-        while i != -1:  # the non-overlapping occurrences str.replace uses
-            lines.append(_line_of(text, i))
-            i = text.find(old_form, i + len(old_form))
-        return EditResult(text.replace(old_form, new_form), len(lines), lines)
+        return _replace_every(text, old_form, new_form)
     if len(starts) > 1:
-        lines = [_line_of(text, s) for s in starts]
-        listed = ", ".join(map(str, lines[:MAX_LISTED_MATCHES])) + (
-            ", ..." if len(lines) > MAX_LISTED_MATCHES else ""
-        )
+        lines = _lines_of(text, starts[:MAX_LISTED_MATCHES])
+        total = max(len(starts), text.count(old_form))
+        listed = ", ".join(map(str, lines)) + (", ..." if total > MAX_LISTED_MATCHES else "")
         raise EditNotUnique(
-            f"old_string occurs {len(starts)} times in {name} (lines {listed}); include more "
+            f"old_string occurs {total} times in {name} (lines {listed}); include more "
             "surrounding lines to make it unique, or pass replace_all=true"
         )
     start = starts[0]
     return EditResult(
-        text[:start] + new_form + text[start + len(old_form) :], 1, [_line_of(text, start)]
+        text[:start] + new_form + text[start + len(old_form) :], 1, _lines_of(text, [start])
     )
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _candidate_starts(lines: list[str], want: list[str]) -> list[int]:
+    """Window starts worth scoring, best first: where lines of ``want`` occur (whitespace-normalised),
+    weighted by their length; failing that, near the lines most like want's longest line.
+
+    One pass over ``lines`` plus a bounded amount of work per line, so the search stays
+    linear in the file's size (scoring every window was quadratic).
+    """
+    wanted: dict[str, list[int]] = {}
+    for j, line in enumerate(want):
+        norm = _norm(line)
+        if len(norm) >= MIN_ANCHOR_CHARS:
+            wanted.setdefault(norm, []).append(j)
+    norms = [_norm(line) for line in lines]
+    votes: dict[int, int] = {}
+    for i, norm in enumerate(norms):
+        for j in wanted.get(norm, ())[:MAX_CLOSEST_CANDIDATES]:
+            votes[i - j] = votes.get(i - j, 0) + len(norm)
+    if not votes:
+        j, target = max(enumerate(want), key=lambda jw: len(_norm(jw[1])))
+        target = _norm(target)
+        if not target:
+            return []
+        matcher = difflib.SequenceMatcher(None, autojunk=False)
+        matcher.set_seq2(target)
+        first_at: dict[str, int] = {}
+        for i, norm in enumerate(norms):  # each distinct line is scored once
+            first_at.setdefault(norm, i)
+        chars = set(target)
+        rough = (  # a cheap score (shared characters, close length) to pick lines to rank
+            (len(chars.intersection(norm)) - abs(len(norm) - len(target)) / 8, i)
+            for norm, i in first_at.items()
+        )
+        for _, i in heapq.nlargest(MAX_CLOSEST_CANDIDATES * 8, rough):
+            matcher.set_seq1(norms[i])
+            votes[i - j] = round(matcher.ratio() * 1000)
+    last_start = max(0, len(lines) - len(want))
+    best = heapq.nlargest(MAX_CLOSEST_CANDIDATES, votes.items(), key=lambda kv: (kv[1], -kv[0]))
+    return list(dict.fromkeys(min(max(0, start), last_start) for start, _ in best))
+
+
+def _ratio(matcher: difflib.SequenceMatcher, seq: object) -> float:
+    matcher.set_seq1(seq)
+    return matcher.ratio()
 
 
 def closest_lines(text: str, wanted: str) -> tuple[int, int, float] | None:
     """Find the run of lines in ``text`` most similar to ``wanted`` (difflib ratio).
 
+    Only windows anchored on lines like those of ``wanted`` are scored (at most
+    ``MAX_CLOSEST_CANDIDATES``), so the cost is linear in the size of ``text``.
+
     Returns:
         ``(first_line, last_line, ratio)`` with 1-based inclusive line numbers and ratio
-        in [0, 1], or ``None`` for an empty or very long text.
+        in [0, 1], or ``None`` for an empty text or when no line is alike.
     """
     lines = [line.rstrip("\r") for line in text.split("\n")]
     want = [line.rstrip("\r") for line in wanted.strip("\r\n").split("\n")]
     n = len(want)
-    if not text or len(lines) > MAX_CLOSEST_WINDOWS:
+    if not text:
+        return None
+    starts = _candidate_starts(lines, want)
+    if not starts:
         return None
     matcher = difflib.SequenceMatcher(None, autojunk=False)
-    matcher.set_seq2("\n".join(want))
-    best_ratio, best_start = 0.0, 0
-    for start in range(max(1, len(lines) - n + 1)):
-        matcher.set_seq1("\n".join(lines[start : start + n]))
-        if matcher.real_quick_ratio() <= best_ratio or matcher.quick_ratio() <= best_ratio:
-            continue
-        ratio = matcher.ratio()
-        if ratio > best_ratio:
-            best_ratio, best_start = ratio, start
+    matcher.set_seq2(want)
+    by_lines = sorted(  # rank whole lines first (cheap), then characters for the best few
+        ((_ratio(matcher, lines[start : start + n]), start) for start in starts),
+        key=lambda rs: -rs[0],
+    )
+    best_ratio, best_start = by_lines[0]
+    if len(wanted) <= MAX_CLOSEST_CHARS:
+        matcher.set_seq2("\n".join(want))
+        best_ratio = 0.0
+        for _, start in by_lines[:CHAR_RANKED_WINDOWS]:
+            ratio = _ratio(matcher, "\n".join(lines[start : start + n]))
+            if ratio > best_ratio:
+                best_ratio, best_start = ratio, start
     last = min(len(lines), best_start + n)
     return best_start + 1, last, best_ratio
 

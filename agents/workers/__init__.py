@@ -12,6 +12,7 @@ Functions here are synchronous and may block on disk (libgit2), except ``integra
 
 from .errors import (
     BranchExists,
+    FiltersUnsupported,
     HeadMoved,
     InvalidName,
     MergeConflict,
@@ -57,6 +58,7 @@ __all__ = [
     "BaseCommit",
     "BranchConflict",
     "BranchExists",
+    "FiltersUnsupported",
     "FileConflict",
     "HeadMoved",
     "IntegrationResult",

@@ -25,6 +25,7 @@ __all__ = [
     "UnbornHead",
     "UnknownBranch",
     "WorkerError",
+    "FiltersUnsupported",
     "WorktreeDirty",
     "WorktreeError",
 ]
@@ -113,6 +114,18 @@ class SubmodulesUnsupported(WorkerError):
     def __init__(self, message: str, paths: Sequence[str]):
         super().__init__(message)
         self.paths = tuple(paths)
+
+
+class FiltersUnsupported(WorkerError):
+    """The repository runs files through a filter driver (Git LFS...) that libgit2 cannot run.
+
+    Attributes:
+        filters: the filters' names.
+    """
+
+    def __init__(self, message: str, filters: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.filters = filters
 
 
 class MergeConflict(WorkerError):

@@ -41,6 +41,7 @@ from .repo import (
     default_signature,
     open_repository,
     refuse_busy,
+    run_git,
     uncommitted_paths,
     working_state_tree,
 )
@@ -88,7 +89,7 @@ class MergedBranch:
 
     branch: str
     tip: str
-    how: Literal["fast-forward", "merge", "up-to-date"]
+    how: Literal["fast-forward", "merge", "commit", "up-to-date"]
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,8 @@ class IntegrationResult:
             lines.append(f"  tests passed: {self.tests.command}")
         else:
             why = "timed out" if self.tests.timed_out else f"exit status {self.tests.exit_status}"
+            if self.tests.no_tests_ran:
+                why = "no tests ran"
             lines.append(f"  tests FAILED ({why}): {self.tests.command}")
             lines += [f"    {name}" for name in self.tests.failing_tests]
         return "\n".join(lines)
@@ -298,13 +301,15 @@ class ApplyResult:
         branch: the person's branch (short name).
         old_head: where it pointed before (hex).
         new_head: where it points now (hex).
-        how: ``"fast-forward"``, ``"merge"`` (a merge commit) or ``"up-to-date"``.
+        how: ``"fast-forward"``, ``"merge"`` (a merge commit), ``"commit"`` (the workers'
+            changes as one commit, when the fan-out started from a snapshot of uncommitted
+            work, which stays uncommitted) or ``"up-to-date"``.
     """
 
     branch: str
     old_head: str
     new_head: str
-    how: Literal["fast-forward", "merge", "up-to-date"]
+    how: Literal["fast-forward", "merge", "commit", "up-to-date"]
 
 
 def _changed_paths(repo: pygit2.Repository, a: pygit2.Oid, b: pygit2.Oid) -> list[str]:
@@ -328,12 +333,13 @@ def apply(
     is on disk differs from the snapshot's tree); a merge or rebase is in progress; HEAD is
     detached. Then the branch fast-forwards to the integration, or gets a merge commit
     when the integration does not descend from it, and the index and working tree follow
-    by libgit2's safe checkout (which refuses rather than overwrite a file changed in the
-    meantime).
+    as ``git checkout`` would move them (refusing rather than overwrite a local change).
 
-    With a snapshot, the branch first moves to the snapshot commit (the person's
-    uncommitted changes become a commit of their own) and the index is set to its tree,
-    so the checkout starts from a clean tree.
+    With a snapshot, only the workers' changes (snapshot -> integration) become one
+    commit on the branch; the person's uncommitted changes and untracked files stay
+    uncommitted on disk, as they were (issue 13). The index and working tree move with
+    ``git read-tree -m -u``, which honours what git honours (sparse checkout,
+    skip-worktree, filter drivers such as Git LFS, eol attributes).
 
     Args:
         repo_path: the person's working tree.
@@ -375,23 +381,67 @@ def apply(
     start = _clean_start(repo, head, snapshot)
     if target == start or repo.descendant_of(start, target):
         return ApplyResult(branch, str(head), str(head), "up-to-date")
-    if repo.descendant_of(target, start):
+    if snapshot is not None:
+        new, how = _workers_commit(repo, head, start, target, integration_branch, signature), "commit"
+        if new is None:
+            return ApplyResult(branch, str(head), str(head), "up-to-date")
+    elif repo.descendant_of(target, start):
         new, how = target, "fast-forward"
     else:
         new, how = _merge_commit(repo, start, target, integration_branch, branch, signature), "merge"
-    if snapshot is not None:
-        index = repo.index
-        index.read_tree(repo[start].peel(pygit2.Commit).tree)
-        index.write()
-        branch_ref.set_target(start, "musec apply: snapshot of uncommitted changes")
-    try:
-        repo.checkout_tree(repo[new], strategy=CheckoutStrategy.SAFE)
-    except pygit2.GitError as exc:
-        raise WorktreeError(
-            f"checking out {str(new)[:12]} failed ({exc}); {branch} is at {str(repo.head.target)[:12]}"
-        ) from exc
-    branch_ref.set_target(new, f"musec apply: {how} {integration_branch}")
+    _switch(repo, branch_ref.name, head, new, f"musec apply: {how} {integration_branch}")
     return ApplyResult(branch, str(head), str(new), how)
+
+
+def _workers_commit(repo: pygit2.Repository, head: pygit2.Oid, snapshot: pygit2.Oid, target: pygit2.Oid,
+                    integration_branch: str, signature: pygit2.Signature | None) -> pygit2.Oid | None:
+    """One commit on ``head`` holding what the workers changed (``snapshot`` -> ``target``)
+    and nothing of the person's uncommitted work (``head`` -> ``snapshot``); ``None`` when
+    the workers changed nothing.
+
+    Raises:
+        MergeConflict: the workers' changes do not apply to ``head`` (never seen: they were
+            made on the snapshot, which holds ``head``).
+    """
+    index = repo.merge_trees(repo[snapshot].peel(pygit2.Commit).tree, repo[head].peel(pygit2.Commit).tree,
+                             repo[target].peel(pygit2.Commit).tree)
+    if index.conflicts is not None:
+        files = _file_conflicts(repo, index, DEFAULT_MAX_SIDE_CHARS)
+        raise MergeConflict("the workers' changes do not apply to your branch; nothing was changed:\n"
+                            + list_paths([f.path for f in files]), files)
+    tree = index.write_tree(repo)
+    if tree == repo[head].peel(pygit2.Commit).tree.id:
+        return None
+    walker = repo.walk(target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+    walker.hide(snapshot)
+    subjects = [c.message.splitlines()[0] if c.message else str(c.id)[:12] for c in walker]
+    sig = signature or default_signature(repo)
+    message = (f"musec: the workers' changes from {integration_branch}\n\n"
+               + "".join(f"- {s}\n" for s in subjects[:50]))
+    return repo.create_commit(None, sig, sig, message, tree, [head])
+
+
+def _switch(repo: pygit2.Repository, ref: str, old: pygit2.Oid, new: pygit2.Oid, reason: str) -> None:
+    """Move the person's index and working tree from ``old`` to ``new`` as ``git checkout``
+    does (``git read-tree -m -u``: local changes to paths the move does not touch are kept,
+    sparse checkout, skip-worktree, filter drivers and eol attributes are honoured, and it
+    refuses rather than overwrite a local change or an untracked file), then the branch.
+
+    Raises:
+        WorktreeDirty: the move would overwrite local changes; nothing was changed.
+        WorktreeError: git failed otherwise.
+    """
+    done = run_git(repo.workdir, "read-tree", "-m", "-u", str(old), str(new))
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "backslashreplace").strip()
+        paths = [ln.strip() for ln in why.splitlines() if ln.startswith(("\t", "    "))]
+        raise WorktreeDirty(f"applying would overwrite local changes; nothing was changed (git: {why[:600]})",
+                            tuple(paths))
+    moved = run_git(repo.workdir, "update-ref", "-m", reason, ref, str(new), str(old))
+    if moved.returncode != 0:
+        run_git(repo.workdir, "read-tree", "-m", "-u", str(new), str(old))  # put the tree back
+        raise WorktreeError(f"could not move {ref} to {str(new)[:12]}: "
+                            + moved.stderr.decode("utf-8", "backslashreplace").strip()[:300])
 
 
 def _clean_start(repo: pygit2.Repository, head: pygit2.Oid, snapshot: str | None) -> pygit2.Oid:

@@ -8,6 +8,8 @@ index or branches: only ``refs/musec/<session>/base`` and objects are written.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -26,6 +28,10 @@ from .errors import (
 
 __all__ = [
     "BaseCommit",
+    "filter_drivers",
+    "refuse_filters",
+    "run_git",
+    "skip_worktree_paths",
     "default_signature",
     "open_repository",
     "prepare_base",
@@ -90,29 +96,118 @@ def refuse_busy(repo: pygit2.Repository) -> None:
         raise RepositoryBusy(f"the index of {repo.workdir} holds unresolved conflicts")
 
 
+def run_git(workdir: Path | str, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run the ``git`` program in ``workdir`` (for what libgit2 does not do as git does:
+    sparse checkouts, filter drivers); its output is bytes, its errors are in the result.
+
+    Raises:
+        WorktreeError: there is no ``git`` program.
+    """
+    git = shutil.which("git")
+    if git is None:
+        from .errors import WorktreeError
+
+        raise WorktreeError("the git program is needed for this and was not found; install git")
+    return subprocess.run([git, "-C", str(workdir), *args], input=input, capture_output=True, check=False)
+
+
+def skip_worktree_paths(repo: pygit2.Repository) -> frozenset[str]:
+    """The index entries marked skip-worktree (outside a sparse checkout, or set by
+    ``git update-index --skip-worktree``): absent or stale on disk by design, never
+    deleted or changed. libgit2 does not read the flag, so ``git ls-files -t`` does."""
+    if repo.workdir is None or shutil.which("git") is None:
+        return frozenset()
+    out = run_git(repo.workdir, "ls-files", "-t", "-z").stdout
+    return frozenset(e[2:].decode("utf-8", "surrogateescape") for e in out.split(b"\0") if e.startswith(b"S "))
+
+
+def filter_drivers(repo: pygit2.Repository) -> dict[str, str]:
+    """The clean/smudge filter drivers configured for ``repo`` (``filter.NAME.clean``,
+    ``.smudge`` or ``.process``, e.g. Git LFS), by name: libgit2 cannot run them."""
+    found: dict[str, str] = {}
+    for entry in repo.config:
+        m = re.fullmatch(r"filter\.(.+)\.(clean|smudge|process)", entry.name)
+        if m and entry.value:
+            found[m.group(1)] = entry.value
+    return found
+
+
+MAX_ATTRIBUTE_FILES = 200
+"""``refuse_filters`` reads at most this many ``.gitattributes`` files."""
+
+
+def refuse_filters(repo: pygit2.Repository, tree: pygit2.Tree) -> None:
+    """Refuse a fan-out when ``tree``'s ``.gitattributes`` (or ``.git/info/attributes``)
+    use a filter driver configured here (Git LFS and the like): libgit2 cannot run it, so
+    workers would see the stored form (an LFS pointer) and a snapshot would store files
+    unfiltered. Without the driver configured, git itself does not filter either, and
+    neither does musec.
+
+    Raises:
+        FiltersUnsupported: the message names the filter and what to do.
+    """
+    drivers = filter_drivers(repo)
+    if not drivers:
+        return
+    texts = []
+    info = Path(repo.path) / "info" / "attributes"
+    if info.is_file():
+        texts.append(info.read_text("utf-8", "replace"))
+    stack, seen = [tree], 0
+    while stack and seen < MAX_ATTRIBUTE_FILES:
+        for entry in stack.pop():
+            if entry.type_str == "tree":
+                stack.append(repo[entry.id])
+            elif entry.name == ".gitattributes":
+                seen += 1
+                texts.append(repo[entry.id].data.decode("utf-8", "replace"))
+    used = sorted({m for t in texts for m in re.findall(r"\bfilter=([^\s]+)", t) if m in drivers})
+    if used:
+        from .errors import FiltersUnsupported
+
+        raise FiltersUnsupported(
+            f"this repository runs files through the Git filter {', '.join(used)} "
+            f"({drivers[used[0]]}), which musec's worktrees cannot run yet: workers would see the "
+            "stored form of those files (e.g. Git LFS pointers). Run the task without fan-out, or "
+            "unset the filter for this repository (git config --unset-all filter." + used[0] + ".smudge)",
+            tuple(used),
+        )
+
+
 def uncommitted_paths(path: Path | str) -> tuple[str, ...]:
     """The paths of a working tree that differ from its HEAD: staged, unstaged and untracked
-    (ignored files do not count). Reads only; the index file is not refreshed.
+    (ignored files do not count); a skip-worktree path missing on disk (a sparse checkout)
+    is not a change. Reads only; the index file is not refreshed.
 
     Raises:
         NotARepository: ``path`` is not in a repository.
     """
     repo = open_repository(path)
     status = repo.status(untracked_files="all", ignored=False)
-    return tuple(sorted(p for p, flags in status.items() if flags & ~FileStatus.IGNORED))
+    changed = {p for p, flags in status.items() if flags & ~FileStatus.IGNORED}
+    skipped = skip_worktree_paths(repo) if changed else frozenset()
+    for p in skipped & changed:
+        if status[p] & ~(FileStatus.WT_DELETED | FileStatus.WT_MODIFIED) == 0:
+            changed.discard(p)  # absent or stale by design, as git sees it
+    return tuple(sorted(changed))
 
 
 def working_state_tree(repo: pygit2.Repository) -> pygit2.Oid:
     """The tree of what is on disk in ``repo``'s working tree, as ``git add -A`` would stage it
     (tracked files as they are now, deletions, untracked files; ignored files left out).
 
-    The tree objects are written to the object database; the index file is not touched: the
-    staging happens in a fresh in-memory copy of the index, dropped afterwards.
+    Skip-worktree entries (a sparse checkout) stay as the index has them, whether or not a
+    file is on disk. The tree objects are written to the object database; the index file is
+    not touched: the staging happens in a fresh in-memory copy of the index, dropped
+    afterwards.
     """
     private = pygit2.Repository(repo.path)  # its own index object, never written
     index = private.index
     index.read(force=True)
+    kept = {p: index[p] for p in skip_worktree_paths(private) if p in index}
     index.add_all()
+    for entry in kept.values():  # outside the sparse checkout: as the index has it
+        index.add(entry)
     return index.write_tree()
 
 
@@ -179,6 +274,7 @@ def prepare_base(
         RepositoryBusy: a merge, rebase or the like is in progress.
         WorktreeDirty: the working tree is dirty and ``dirty="refuse"``; lists the paths.
         InvalidName: ``session_id`` cannot name a ref.
+        FiltersUnsupported: the repository uses a filter driver (``refuse_filters``).
     """
     check_name("session id", session_id)
     if dirty not in ("snapshot", "refuse"):
@@ -186,6 +282,7 @@ def prepare_base(
     repo = open_repository(repo_path)
     head = head_commit(repo)
     refuse_busy(repo)
+    refuse_filters(repo, head.tree)
     branch = None if repo.head_is_detached else repo.head.shorthand
     paths = uncommitted_paths(repo.workdir)
     ref = f"refs/musec/{session_id}/base"

@@ -15,7 +15,7 @@ daemon, its providers or its sessions.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,6 +93,8 @@ class FanOut:
         self.agents = agents
         self.logged_events = logged_events
         self.wrap = wrap
+        # The session's lifecycle hooks (``Session.lifecycle``), set when hooks are configured.
+        self.lifecycle: Callable[..., Awaitable[Any]] | None = None
 
     async def __call__(self, tasks: list[dict[str, str]]) -> ToolOutput:
         """Run ``tasks`` (``{name, instruction}`` each) as workers; the tool's answer."""
@@ -116,6 +118,10 @@ class FanOut:
             s.record(WorkerSpawned(worker=task["name"], instruction=task["instruction"],
                                    branch=tree.branch, path=str(tree.path), base_commit=base.commit, base_head=base.head,
                                    base_branch=base.branch, snapshot=base.snapshot, dirty_paths=list(base.dirty_paths)))
+        if self.lifecycle is not None:
+            for task, tree in zip(tasks, trees, strict=True):
+                await self.lifecycle("WorktreeCreate", {"worker": task["name"], "worktree_path": str(tree.path),
+                                                        "branch": tree.branch})
         specs = [WorkerSpec(t["name"], t["instruction"], tree.path, tree.branch) for t, tree in zip(tasks, trees, strict=True)]
         base_fields = {"base_commit": base.commit, "base_head": base.head, "base_branch": base.branch, "snapshot": base.snapshot}
         return ToolOutput(content=await self.run_and_integrate(specs, base_fields, note=base.note), is_error=False)

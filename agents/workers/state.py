@@ -15,19 +15,28 @@ from ..core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    HookContext,
+    HookRan,
+    InstructionsAdded,
     Integration,
     IntegrationApplied,
     KernelEvaluated,
     LogRepaired,
+    McpServerFailed,
+    McpServerRestarting,
+    McpServerStarted,
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    NetConnection,
+    PromptBlocked,
     RateLimited,
     RepoMap,
     Review,
     SessionEnded,
     SessionResumed,
     SessionStarted,
+    SkillLoaded,
     TestRun,
     ToolFinished,
     ToolInterrupted,
@@ -76,7 +85,9 @@ class FanoutState:
             case (SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
-                  | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()):
+                  | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
                 pass
             case _:
                 assert_never(event)

@@ -11,8 +11,14 @@ that applies (a configured command always wins):
 5. pytest configured (``pytest.ini``, ``conftest.py``, ``[tool.pytest.ini_options]`` in
    ``pyproject.toml``, ``[tool:pytest]`` in ``setup.cfg``, ``[pytest]`` in ``tox.ini``)
    -> ``python -m pytest``;
-6. ``test*.py`` files at the top or under ``tests/``/``test/`` -> ``python -m unittest``
-   (discovery).
+6. ``test*.py`` files at the top or under ``tests/``/``test/``: ``python -m unittest``
+   (discovery) when every one of them is written for unittest (``unittest.TestCase``
+   and no module-level ``test_`` functions), else ``python -m pytest``, the runner that
+   collects plain test functions (unittest would run 0 of them and exit 0).
+
+A run that collects no test ("no tests ran": pytest's exit status 5, unittest's
+``Ran 0 tests``, ``NO TESTS RAN``) is never a pass: ``TestRun.no_tests_ran`` says so
+and ``TestRun.passed`` is false.
 
 ``run_tests`` runs it as a tool process (``agents/tools/procs.py``): its own session,
 stdin closed, the process group killed on timeout, output capped.
@@ -34,7 +40,14 @@ from pathlib import Path
 from ..tools.procs import OutputBuffer, run_process_group
 from ..tools.sandbox import scrub_env
 
-__all__ = ["TestCommand", "TestRun", "detect_test_command", "failing_tests", "run_tests"]
+__all__ = [
+    "TestCommand",
+    "TestRun",
+    "detect_test_command",
+    "failing_tests",
+    "no_tests_ran",
+    "run_tests",
+]
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
@@ -70,11 +83,28 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _has_unittest_files(root: Path) -> bool:
-    for folder in (root, root / "tests", root / "test"):
-        if folder.is_dir() and any(folder.glob("test*.py")):
-            return True
-    return False
+MAX_SNIFFED_TEST_FILES = 200
+"""How many ``test*.py`` files detection reads to tell unittest from pytest style."""
+
+_PLAIN_TEST = re.compile(r"^(?:async\s+)?def\s+test\w*\s*\(|^\s*(?:import|from)\s+pytest\b", re.M)
+_UNITTEST = re.compile(r"\bunittest\b|\bTestCase\b")
+
+
+def _test_files(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for folder, pattern in ((root, "test*.py"), (root / "tests", "**/test*.py"), (root / "test", "**/test*.py")):
+        if folder.is_dir():
+            found += sorted(folder.glob(pattern))[: MAX_SNIFFED_TEST_FILES - len(found)]
+    return found
+
+
+def _python_test_style(files: Sequence[Path]) -> str:
+    """``"unittest"`` when every file is unittest-style, else ``"pytest"``."""
+    for path in files:
+        text = _read(path)
+        if _PLAIN_TEST.search(text) or not _UNITTEST.search(text):
+            return "pytest"
+    return "unittest"
 
 
 def detect_test_command(
@@ -128,9 +158,12 @@ def detect_test_command(
         path = root / name
         if path.is_file() and (section is None or section in _read(path)):
             return TestCommand((py, "-m", "pytest"), name)
-    if _has_unittest_files(root):
-        return TestCommand((py, "-m", "unittest"), "test*.py")
-    return None
+    files = _test_files(root)
+    if not files:
+        return None
+    if _python_test_style(files) == "unittest":
+        return TestCommand((py, "-m", "unittest"), "test*.py (unittest)")
+    return TestCommand((py, "-m", "pytest"), "test*.py (plain test functions)")
 
 
 _FAILING = [
@@ -139,6 +172,30 @@ _FAILING = [
     re.compile(r"^--- FAIL: (\S+)", re.MULTILINE),  # go test
     re.compile(r"^test (\S+) \.\.\. FAILED$", re.MULTILINE),  # cargo test
 ]
+
+
+_NO_TESTS = re.compile(
+    r"^Ran 0 tests in |^NO TESTS RAN\b|^=+ no tests ran\b|^collected 0 items\b|^No tests found\b",
+    re.MULTILINE,
+)
+
+
+_CARGO_COUNT = re.compile(r"^running (\d+) tests?$", re.MULTILINE)
+_GO_RAN = re.compile(r"^(?:ok|FAIL|---)\s", re.MULTILINE)
+
+
+def no_tests_ran(argv: Sequence[str], exit_status: int | None, output: str) -> bool:
+    """Whether a test run collected no test: pytest's exit status 5, or the words
+    unittest (``Ran 0 tests``, ``NO TESTS RAN``), pytest or jest print for it, cargo's
+    ``running 0 tests`` for every test binary, or go's ``[no test files]`` for every package."""
+    if exit_status == 5 and any("pytest" in part for part in argv):
+        return True
+    if _NO_TESTS.search(output):
+        return True
+    counts = _CARGO_COUNT.findall(output)  # cargo: one "running N tests" per test binary
+    if counts and all(n == "0" for n in counts):
+        return True
+    return "[no test files]" in output and not _GO_RAN.search(output)  # go: no package has tests
 
 
 def failing_tests(output: str, limit: int = 50) -> tuple[str, ...]:
@@ -164,6 +221,7 @@ class TestRun:
         output_bytes: the size of the whole output.
         duration_s: wall time.
         failing_tests: names of failing tests recognised in the output.
+        no_tests_ran: the run collected no test (never a pass; see ``no_tests_ran``).
     """
 
     __test__ = False
@@ -176,6 +234,7 @@ class TestRun:
     output_bytes: int
     duration_s: float
     failing_tests: tuple[str, ...]
+    no_tests_ran: bool = False
 
 
 async def run_tests(
@@ -203,7 +262,7 @@ async def run_tests(
 
     Returns:
         How the run ended. A program that cannot be started is a failed run (exit status
-        127), not an exception.
+        127), not an exception; so is a run that collected no test.
     """
     cwd = Path(cwd)
     run_env = dict(env) if env is not None else scrub_env(os.environ)
@@ -223,15 +282,20 @@ async def run_tests(
         buffer.feed(f"could not start {command}: {exc}\n".encode())
         status, timed_out = 127, False
     output = buffer.text()
+    full = buffer.full().decode("utf-8", errors="replace")
+    empty = not timed_out and no_tests_ran(command.argv, status, full)
     if timed_out:
         output += f"\n[killed after {timeout_s:g} s]"
+    if empty:
+        output += "\n[no tests ran: the command collected no test, so nothing was checked]"
     return TestRun(
         command=command,
-        passed=status == 0 and not timed_out,
+        passed=status == 0 and not timed_out and not empty,
         exit_status=status,
         timed_out=timed_out,
         output=output,
         output_bytes=buffer.total_bytes,
         duration_s=time.monotonic() - started,
-        failing_tests=failing_tests(buffer.full().decode("utf-8", errors="replace")),
+        failing_tests=failing_tests(full),
+        no_tests_ran=empty,
     )

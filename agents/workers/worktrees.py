@@ -13,11 +13,13 @@ touches the person's working tree, index or branches: only ``refs/musec/...``,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pygit2
 
@@ -285,13 +287,16 @@ class Removal:
 
     Attributes:
         removed: the workers whose worktree (and branch) were removed.
-        kept: ``(worker, reason)`` for each worktree left in place.
+        kept: ``(worker, reason)`` for each worktree holding work; when not empty,
+            nothing of the session was removed.
         pruned: Git worktree names whose stale metadata was pruned.
+        bytes: the size of the session's worktree folders.
     """
 
     removed: tuple[str, ...]
     kept: tuple[tuple[str, str], ...]
     pruned: tuple[str, ...]
+    bytes: int = 0
 
     @property
     def message(self) -> str:
@@ -305,23 +310,27 @@ def remove_worktrees(
     session_id: str,
     *,
     force: bool = False,
+    dry_run: bool = False,
 ) -> Removal:
     """Remove a session's worktrees, their branches and ``refs/musec/<session>/*``.
 
-    A worker worktree holding uncommitted work (staged, unstaged or untracked, not
-    ignored) is kept, with its branch, and reported in ``kept`` unless ``force``; the
-    integration worktree holds only what ``integrate`` made and is always removable.
-    Stale metadata of musec worktrees whose folders are gone is pruned (the person's own
-    worktrees are never pruned). ``refs/musec/<session>/*`` go only when nothing was kept.
+    When a worker worktree holds uncommitted work (staged, unstaged or untracked, not
+    ignored), nothing of the session is removed unless ``force``: not that worktree, nor
+    the others, the integration worktree, the branches or the refs, so that ``musec
+    workers`` and ``musec apply`` still work; ``kept`` says which worktree holds what and
+    how to rescue it (its path and branch). Stale metadata of musec worktrees whose
+    folders are gone is pruned (the person's own worktrees are never pruned).
 
     Args:
         repo_path: the person's working tree.
         state_dir: musec's state directory.
         session_id: the session.
         force: remove worktrees even when they hold uncommitted work.
+        dry_run: change nothing; say what would be removed or kept, and the size.
 
     Returns:
-        What was removed, kept and pruned.
+        What was (or would be) removed and kept, what was pruned, and the size in bytes
+        of the session's worktree folders.
 
     Raises:
         InvalidName: ``session_id`` cannot name a branch.
@@ -332,23 +341,21 @@ def remove_worktrees(
     repo = open_repository(repo_path)
     prefix = _git_name(session_id, "")
     session_dir = Path(state_dir) / "worktrees" / session_id
-    removed, kept = [], []
+    size = _tree_bytes(session_dir)
     workers = {n[len(prefix):] for n in repo.list_worktrees() if n.startswith(prefix)}
     workers |= {b.split("/", 2)[2] for b in repo.branches.local if b.startswith(f"musec/{session_id}/")}
+    trees = {}
     for worker in sorted(workers):
         name = _git_name(session_id, worker)
-        wt = repo.lookup_worktree(name) if name in repo.list_worktrees() else None
+        trees[worker] = repo.lookup_worktree(name) if name in repo.list_worktrees() else None
+    kept = [] if force else _holding_work(session_id, trees)
+    if kept or dry_run:
+        return Removal(() if kept else tuple(sorted(workers)), tuple(kept), (), size)
+    removed = []
+    for worker in sorted(workers):
+        wt = trees[worker]
         path = Path(wt.path) if wt is not None else None
         if path is not None and path.exists():
-            if worker != INTEGRATION and not force:
-                try:
-                    dirty = uncommitted_paths(path)
-                except NotARepository:
-                    dirty = ("(not a repository any more)",)
-                if dirty:
-                    kept.append((worker, f"{len(dirty)} uncommitted path(s) in {path}: "
-                                 + ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")))
-                    continue
             try:
                 shutil.rmtree(path)
             except OSError as exc:
@@ -359,11 +366,42 @@ def remove_worktrees(
         if ref is not None:
             ref.delete()
         removed.append(worker)
-    if not kept:
-        for ref in list(repo.references):
-            if ref.startswith(f"refs/musec/{session_id}/"):
-                repo.references.delete(ref)
-        if session_dir.is_dir() and not any(session_dir.iterdir()):
-            os.rmdir(session_dir)
+    for ref in list(repo.references):
+        if ref.startswith(f"refs/musec/{session_id}/"):
+            repo.references.delete(ref)
+    if session_dir.is_dir() and not any(session_dir.iterdir()):
+        os.rmdir(session_dir)
     pruned = _prune_stale(repo)
-    return Removal(tuple(removed), tuple(kept), tuple(pruned))
+    return Removal(tuple(removed), (), tuple(pruned), size)
+
+
+def _holding_work(session_id: str, trees: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(worker, reason)`` for each worker worktree with uncommitted work, the reason
+    naming the paths, the worktree's folder and branch, and how to rescue the work."""
+    kept = []
+    for worker, wt in trees.items():
+        if worker == INTEGRATION or wt is None or not Path(wt.path).exists():
+            continue
+        path = Path(wt.path)
+        try:
+            dirty = uncommitted_paths(path)
+        except NotARepository:
+            dirty = ("(not a repository any more)",)
+        if dirty:
+            branch = branch_name(session_id, worker)
+            kept.append((worker, f"{len(dirty)} uncommitted path(s) in {path}: "
+                         + ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+                         + f"; to keep them, commit them there (git -C {path} add -A && git -C {path} "
+                         f"commit -m wip) and merge branch {branch}, or copy them out; the whole "
+                         "session stays (integration included) until that worktree is clean"))
+    return kept
+
+
+def _tree_bytes(path: Path) -> int:
+    """The bytes of the files under ``path`` (symlinks not followed); 0 when absent."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total

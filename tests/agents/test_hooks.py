@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 from musec.agents.core.errors import ConfigError
+from musec.agents.core.events import UNSET, line_fields
 from musec.agents.hooks import HookResult, Hooks, HookSpec, parse_hooks
 from musec.agents.tools.base import SandboxPolicy
 from musec.agents.trust import check_trust
@@ -138,6 +139,7 @@ def test_project_hooks_edited_after_trust_do_not_run(ws: Path, tmp_path: Path) -
 def test_result_fields_are_the_event(ws: Path) -> None:
     hooks, ran = make_hooks(ws, [HookSpec("PostToolUse", 'echo \'{"decision": "block", "reason": "no"}\'', "bash")])
     anyio.run(lambda: hooks.run("PostToolUse", {"tool_name": "bash"}, tool="bash"))
-    fields = ran[0].fields()
-    assert fields["decision"] == "block" and fields["reason"] == "no" and fields["hook_event"] == "PostToolUse"
-    json.dumps(fields)
+    event = ran[0].event("main")
+    assert event.decision == "block" and event.reason == "no" and event.hook_event == "PostToolUse"
+    assert event.context is UNSET and event.updated_input is UNSET  # left out of the line
+    json.dumps(line_fields(event))

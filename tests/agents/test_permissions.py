@@ -19,8 +19,10 @@ from musec.agents.permissions import (
 )
 
 SETTINGS = settings(max_examples=200, deadline=None)
+RESERVED = {"if", "then", "elif", "else", "fi", "do", "done", "while", "until", "for", "in", "case", "esac",
+            "select", "function", "time", "coproc"}  # bash's reserved words are not commands
 WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-./=,:", min_size=1, max_size=10).filter(
-    lambda w: not w.startswith("-"))
+    lambda w: not w.startswith("-") and w not in RESERVED)
 SEPARATORS = st.sampled_from([";", "&&", "||", "|", "&", "\n", " ; ", " && "])
 
 
@@ -85,7 +87,7 @@ def test_any_text_parses_or_raises_rule_error(text: str, action: str) -> None:
 
 
 def test_command_segments_split_at_control_operators_and_keep_redirections() -> None:
-    assert command_segments("python3 -m unittest -q 2>&1") == ["python3 -m unittest -q 2 >& 1"]
+    assert command_segments("python3 -m unittest -q 2>&1") == ["python3 -m unittest -q 2>&1"]
     assert command_segments("cd x && make -j4 | tee 'log file'; echo done\nls") == [
         "cd x", "make -j4", "tee log file", "echo done", "ls"]
     assert command_segments("(cd a; b) &") == ["cd a", "b"]
@@ -268,3 +270,38 @@ def test_search_results_in_denied_files_are_hidden(tmp_path) -> None:
     assert grep.splitlines() == ["src/a.py:3:k = 1", "[1 result line(s) hidden by the deny rule read(*.key)]"]
     assert policy.filter_listing("glob", "sub/x.key\na.py") .splitlines()[0] == "a.py"
     assert policy.filter_listing("read_file", "sub/x.key") == "sub/x.key"
+
+
+def test_mcp_rules_name_tools_by_glob() -> None:
+    rules = [parse_rule("mcp__github__*", "ask"), parse_rule("mcp__github__delete_repo", "deny"),
+             parse_rule("mcp__docs__*", "allow")]
+    assert rules[0].kind == "mcp" and rules[0].pattern == "mcp__github__*"
+
+    def call(tool: str) -> Call:
+        return Call(tool, "write")
+
+    assert decide_call("auto", call("mcp__github__delete_repo"), rules).decision == "deny"
+    assert decide_call("auto", call("mcp__github__create_issue"), rules).decision == "ask"
+    assert decide_call("ask", call("mcp__docs__search"), rules).decision == "allow"
+    assert decide_call("ask", call("mcp__other__x"), rules).decision == "ask"
+    assert decide_call("read-only", call("mcp__docs__search"), rules).decision == "deny"
+    assert not rules[0].covers("bash") and not parse_rule("bash", "deny").covers("mcp__github__x")
+    assert rules_for_call(call("mcp__docs__search"), "/ws") == ["mcp__docs__search"]
+
+
+def test_net_rules_decide_by_host_and_port() -> None:
+    from musec.agents.netrules import decide_host
+
+    rules = [parse_rule("net(*.example.org)", "allow"), parse_rule("net(packages.example.com)", "allow"),
+             parse_rule("net(127.0.0.1:8080)", "ask"), parse_rule("net(bad.example.org)", "deny")]
+    assert decide_host("pypi.example.org", 443, rules).rule == "net(*.example.org)"
+    assert decide_host("PACKAGES.example.com", 80, rules).decision == "allow"
+    assert decide_host("example.org", 443, rules).decision == "deny"  # *. needs a subdomain
+    assert decide_host("bad.example.org", 443, rules).rule == "net(bad.example.org)"  # deny wins
+    assert decide_host("127.0.0.1", 8080, rules).decision == "ask"
+    closed = decide_host("127.0.0.1", 8081, rules)
+    assert (closed.decision, closed.source) == ("deny", "mode")  # no rule: the network stays closed
+    assert decide_host("anything", 1, [parse_rule("net", "allow")]).decision == "allow"
+    for bad in ("net(http://x.org)", "net(x.org:port)", "net(a b)"):
+        with pytest.raises(RuleError, match="net\\(pypi.org\\)"):
+            parse_rule(bad, "allow")

@@ -119,3 +119,34 @@ def test_a_daemon_killed_mid_answer_exits_5_at_once(musec: Musec, buggy_repo: Pa
     assert proc.returncode == 5, err.decode()
     assert f"musec run --resume {sid}" in err.decode()
     assert waited_s < 10, waited_s
+
+
+def test_the_interactive_client_sees_each_turn_end_after_a_cut_off(
+    musec: Musec, buggy_repo: Path, tmp_path: Path, monkeypatch, capsys,
+) -> None:
+    """The interactive loop (``TurnFollower``) after a cut-off: a turn whose ``Idle`` went
+    to the cut-off subscription still ends, and the next turn is followed as usual."""
+    from musec.client import connection
+    from musec.client.interactive import TurnFollower
+    from musec.client.render import Renderer
+    from musec.daemon import protocol as p
+
+    monkeypatch.setenv("MUSEC_HOME", str(musec.home))
+    monkeypatch.delenv("MUSEC_SOCKET", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    assert musec("daemon", "start").returncode == 0
+    conn = connection.connect(start=False)
+    try:
+        req = p.StartSession(id=conn.next_id(), workspace=str(buggy_repo), model=_script(tmp_path, [_burst(), _burst()]),
+                             task="go", approval="auto", interactive=True, end_when_idle=False, sandbox="off")
+        conn.send(req)
+        follower = TurnFollower(conn, req.id, Renderer(color=False))
+        sid = follower.follow()
+        assert sid and follower.stream.resyncs >= 1
+        conn.send(p.UserInput(id=conn.next_id(), session_id=sid, text="again"))
+        assert follower.follow() == sid
+        shown = capsys.readouterr().out
+        assert shown.count(f"{BLOCKS - 1:06d}") == 2  # both answers shown whole
+        conn.request(p.EndSession(id=conn.next_id(), session_id=sid))
+    finally:
+        conn.close()

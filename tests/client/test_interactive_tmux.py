@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -23,7 +24,8 @@ class Tmux:
 
     def __init__(self, command: str, env: dict[str, str], cwd: Path) -> None:
         self.server = f"musec-test-{uuid.uuid4().hex[:8]}"
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("MUSEC_", "GIT_", "PATH")))
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()
+                           if k.startswith(("MUSEC_", "GIT_", "PATH", "ANTHROPIC_", "PYTHON_KEYRING")))
         self._tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(cwd), f"env {exports} {command}; echo EXITED=$?; sleep 30")
 
     def _tmux(self, *args: str) -> str:
@@ -48,6 +50,13 @@ class Tmux:
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.server, "kill-server"], capture_output=True, timeout=20)
+
+
+def prompt_after(screen: str, text: str) -> bool:
+    """Whether an empty prompt line comes after the last ``text`` on the screen (the status
+    line sits below the prompt)."""
+    tail = screen.rpartition(text)[2]
+    return any(line.rstrip() == "›" for line in tail.splitlines())
 
 
 @pytest.fixture
@@ -102,7 +111,7 @@ def test_ctrl_c_interrupts_the_turn(musec: Musec, buggy_repo: Path, tmp_path: Pa
     term.send("run something slow", "Enter")
     term.wait_for(lambda s: "● bash(echo started; sleep 60)" in s, "the tool call")
     term.send("C-c")
-    term.wait_for(lambda s: "interrupted" in s and s.rstrip().endswith("›"), "the interrupted turn and a new prompt", timeout_s=20)
+    term.wait_for(lambda s: "interrupted" in s and prompt_after(s, "interrupted"), "the interrupted turn and a new prompt", timeout_s=20)
     term.send("/exit", "Enter")
     term.wait_for(lambda s: "EXITED=0" in s, "the client to exit")
     sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
@@ -121,10 +130,168 @@ def test_attach_from_a_second_terminal_answers_the_approval(musec: Musec, buggy_
     second = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
     second.wait_for(lambda s: "Allow bash(" in s, "the pending approval in the second terminal")
     second.send("y", "Enter")  # the second terminal answers first: the session goes on
-    second.wait_for(lambda s: "Allow edit_file(pager.py)" in s, "the next approval in the second terminal")
+    screen = second.wait_for(lambda s: "Allow edit_file(pager.py)" in s, "the next approval in the second terminal")
+    assert "approval: allowed by you" in screen
     # The first terminal's question is withdrawn, and it shows who answered.
-    first.wait_for(lambda s: "(answered in another terminal)" in s and "approval allow by client:" in s,
+    first.wait_for(lambda s: "(answered in another terminal)" in s and "approval: allowed in another terminal" in s,
                    "the first terminal to see the approval resolved by the other client")
     events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
     resolved = [e for e in events if e["type"] == "approval_resolved"]
     assert resolved[0]["decision"] == "allow" and len({e["call_id"] for e in resolved}) == len(resolved)
+
+
+# --- issue 18: rendering, input, status line, slash commands, approvals ------------------
+
+
+def _scripted(tmp_path: Path, turns: list, name: str = "script.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"turns": turns}))
+    return path
+
+
+def _leave(term: Tmux) -> None:
+    term.send("/exit", "Enter")
+    term.wait_for(lambda s: "EXITED=0" in s, "the client to exit")
+
+
+def test_markdown_answer_with_a_code_block(musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory) -> None:
+    answer = "# The plan\n\nUse **this** helper:\n\n```python\ndef first_page(items):\n    return items[:3]\n```\n\nThat is all."
+    script = _scripted(tmp_path, [[{"text": answer}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("show me", "Enter")
+    screen = term.wait_for(lambda s: "That is all." in s and prompt_after(s, "That is all."), "the answer")
+    assert "def first_page(items):" in screen and "return items[:3]" in screen
+    assert "```" not in screen and "**this**" not in screen and "# The plan" not in screen  # rendered, not raw
+    assert "The plan" in screen and "Use this helper:" in screen
+    _leave(term)
+
+
+def test_an_edit_is_shown_as_a_diff(musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory, fix_script: Path) -> None:
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{fix_script} --approval auto", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("fix it", "Enter")
+    screen = term.wait_for(lambda s: "Fixed; tests pass." in s, "the final answer")
+    lines = [ln.strip() for ln in screen.splitlines()]
+    assert "✎ pager.py (+1 -1)" in screen
+    assert "-    start = number * size" in lines and "+    start = (number - 1) * size" in lines
+    _leave(term)
+
+
+def test_an_at_file_mention_is_completed_and_attached(musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory) -> None:
+    script = _scripted(tmp_path, [[{"text": "Read it."}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("explain @pag")
+    term.wait_for(lambda s: "@pager.py" in s.partition("explain @pag")[2], "the completion menu")
+    term.send("Tab")
+    term.wait_for(lambda s: "explain @pager.py" in s, "the completed mention")
+    term.send("Enter")
+    term.wait_for(lambda s: "Read it." in s, "the answer")
+    _leave(term)
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    text = next(e["text"] for e in events if e["type"] == "user_message")
+    assert text.startswith("explain @pager.py") and "(attached by the person: pager.py;" in text
+
+
+def test_slash_model_and_cost(musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory) -> None:
+    script = _scripted(tmp_path, [[{"text": "Hello."}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("hi", "Enter")
+    term.wait_for(lambda s: "Hello." in s and prompt_after(s, "Hello."), "the answer")
+    term.send("/model", "Enter")
+    term.wait_for(lambda s: f"model: scripted:{script}" in s and "ctx 0 tokens used" in s, "/model's answer")
+    term.send("/cost", "Enter")
+    screen = term.wait_for(lambda s: "total $0.0000" in s, "/cost's answer")
+    assert "main" in screen.rpartition("/cost")[2]
+    term.send("/help", "Enter")
+    term.wait_for(lambda s: "/approval" in s and "/workers" in s, "/help's list")
+    _leave(term)
+    history = musec.home / "state" / "prompt_history"  # kept across sessions, for the person only
+    assert history.stat().st_mode & 0o777 == 0o600 and "+hi" in history.read_text().splitlines()
+
+
+def test_a_long_multi_line_command_is_shown_whole_at_the_approval(musec: Musec, buggy_repo: Path, tmp_path: Path,
+                                                                    tmux_factory) -> None:
+    long_line = "echo " + "x" * 150
+    command = f"git status\nrm -rf ~/x\n{long_line}"
+    script = _scripted(tmp_path, [[{"tool": "bash", "input": {"command": command}}], [{"text": "Not run."}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval ask", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("tidy up", "Enter")
+    screen = term.wait_for(lambda s: "Allow it?" in s, "the approval")
+    lines = [ln.strip() for ln in screen.splitlines()]
+    assert "Allow bash with this command (3 lines)?" in lines
+    assert "│ git status" in lines and "│ rm -rf ~/x" in lines
+    assert "x" * 150 in screen.replace("\n", "")  # the long line whole (the terminal may wrap it)
+    assert "(asked by the" in screen
+    term.send("n", "Enter")
+    screen = term.wait_for(lambda s: "Not run." in s, "the answer after the refusal")
+    assert "approval: denied by you" in screen and "client:" not in screen
+    _leave(term)
+
+
+def test_ctrl_c_at_an_approval_interrupts_the_turn(musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory) -> None:
+    script = _scripted(tmp_path, [[{"tool": "bash", "input": {"command": "touch ran.txt"}}], [{"text": "After."}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval ask", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("make a file", "Enter")
+    term.wait_for(lambda s: "Allow bash(touch ran.txt)?" in s, "the approval")
+    term.send("C-c")
+    term.wait_for(lambda s: "[interrupting…]" in s and prompt_after(s, "interrupt"), "the interrupted turn and a new prompt",
+                  timeout_s=20)
+    _leave(term)
+    assert not (buggy_repo / "ran.txt").exists()
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    assert not [e for e in events if e["type"] == "tool_started"]
+    assert any(e["type"] == "turn_ended" and e.get("exit_reason") == "interrupted" for e in events)
+
+
+def test_the_status_line_context_percent_moves(musec: Musec, buggy_repo: Path, tmux_factory) -> None:
+    from tests.support.anthropic_server import AnthropicServer, message
+
+    with AnthropicServer() as server:
+        server.enqueue(message([{"type": "text", "text": "First."}], input_tokens=20_000),
+                       message([{"type": "text", "text": "Second."}], input_tokens=100_000))
+        env = {**musec.env, "ANTHROPIC_API_KEY": "test-key-not-real", "ANTHROPIC_BASE_URL": server.base_url}
+        term = tmux_factory(f"{BIN / 'musec'} --model anthropic/claude-sonnet-4-6 --approval auto", env, buggy_repo)
+        term.wait_for(lambda s: "›" in s, "the prompt")
+        term.wait_for(lambda s: "ctx 0% of 200k" in s, "the status line before any call")
+        term.send("one", "Enter")
+        term.wait_for(lambda s: "First." in s and "ctx 10% of 200k" in s, "the status line after the first answer")
+        term.send("two", "Enter")
+        term.wait_for(lambda s: "Second." in s and "ctx 50% of 200k" in s, "the status line after the second answer")
+        _leave(term)
+
+
+def test_esc_interrupts_a_running_turn(musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory) -> None:
+    script = _scripted(tmp_path, [[{"tool": "bash", "input": {"command": "echo started; sleep 60"}}],
+                                  [{"expect_result": "interrupted"}, {"text": "Stopped as asked."}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("run something slow", "Enter")
+    term.wait_for(lambda s: "● bash(echo started; sleep 60)" in s, "the tool call")
+    term.wait_for(lambda s: re.search(r"working [1-9]\d*s · \d+ tokens \(Esc or Ctrl-C interrupts\)", s) is not None,
+                  "the spinner with the elapsed seconds and tokens")
+    term.send("Escape")
+    term.wait_for(lambda s: "interrupted by the person" in s and prompt_after(s, "interrupted"),
+                  "the interrupted turn and a new prompt", timeout_s=20)
+    _leave(term)
+
+
+def test_a_retry_is_shown_with_its_reason_and_wait(musec: Musec, buggy_repo: Path, tmux_factory) -> None:
+    from tests.support.anthropic_server import AnthropicServer, error_response, message
+
+    with AnthropicServer() as server:
+        server.enqueue(error_response(529, "overloaded_error", "Overloaded", {"retry-after": "1"}),
+                       message([{"type": "text", "text": "Back."}]))
+        env = {**musec.env, "ANTHROPIC_API_KEY": "test-key-not-real", "ANTHROPIC_BASE_URL": server.base_url}
+        term = tmux_factory(f"{BIN / 'musec'} --model anthropic/claude-sonnet-4-6 --approval auto", env, buggy_repo)
+        term.wait_for(lambda s: "›" in s, "the prompt")
+        term.send("hello", "Enter")
+        screen = term.wait_for(lambda s: "Back." in s, "the answer after the retry")
+        assert re.search(r"retrying the model call \(1/\d+\) in [\d.]+ s: .*[Oo]verloaded", screen), screen
+        _leave(term)

@@ -16,9 +16,8 @@ from musec.agents.core import events as ev
 from musec.agents.history import History
 from musec.agents.roles import Reviewer, Scout, Verifier
 from musec.agents.workers.state import FanoutState
-from musec.daemon.projections import AgentsView, CostsView, WorkersView
+from musec.daemon.projections import AgentsView, CostsView, Counters, WorkersView
 from musec.daemon.resume import ResumeState
-from musec.daemon.session import Counters
 
 from tests.support.events import samples
 

@@ -7,6 +7,7 @@ lines), so these tests do not depend on how the event log writes them."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +94,11 @@ def test_collect_removes_old_ended_sessions_and_unreferenced_blobs(state: Path) 
     _log(sessions, "new", _started(9e12))  # updated in the future: never old enough
     index = SessionIndex(sessions, {"live": Live("running"), "keeps": Live("idle")})
 
-    assert collect(index, state, blobs, DAY_S, dry_run=True) == (["old"], 0, [])
+    size = old.stat().st_size + old.with_name("old.jsonl.torn").stat().st_size
+    assert collect(index, state, blobs, DAY_S, dry_run=True) == (["old"], size, [], [size])  # with sizes
     assert old.exists()  # a dry run removes nothing
 
-    removed, freed, kept = collect(index, state, blobs, DAY_S, dry_run=False)
+    removed, freed, kept, _sizes = collect(index, state, blobs, DAY_S, dry_run=False)
     assert (removed, kept) == (["old"], [])
     assert not old.exists() and not old.with_name("old.jsonl.torn").exists()
     assert {p.stem for p in sessions.glob("*.jsonl")} == {"live", "keeps", "new"}
@@ -109,3 +111,23 @@ def test_new_session_ids_sort_by_time_and_name_one_log() -> None:
     first, second = new_session_id(), new_session_id()
     assert first != second and "/" not in first
     assert first.split("-")[0] <= second.split("-")[0]
+
+
+def test_listing_rereads_only_the_logs_that_changed(state: Path) -> None:
+    sessions = state / "sessions"
+    a = _log(sessions, "a", _started(100.0, title="first"))
+    b = _log(sessions, "b", _started(200.0, title="second"))
+    index = SessionIndex(sessions, {})
+    assert {s.id: s.title for s in index.list_sessions()} == {"a": "first", "b": "second"}
+    # Same size, same mtime: the daemon's index keeps what it read (the file is not reopened).
+    st = a.stat()
+    a.write_bytes(a.read_bytes().replace(b"first", b"FIRST"))
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # A log that grew is read again.
+    _log(sessions, "b", _started(200.0, title="second"), _ended(250.0, "budget"))
+    by_id = {s.id: s for s in index.list_sessions()}
+    assert by_id["a"].title == "first"
+    assert by_id["b"].status == "budget" and by_id["b"].updated_at == 250.0
+    b.unlink()  # collected: gone from the listing and from the index
+    assert [s.id for s in index.list_sessions()] == ["a"]
+    assert set(index._cache) == {"a.jsonl"}

@@ -39,6 +39,7 @@ CLIENT_MSGS = [
     p.CollectSessions(id=18, older_than_s=86400.0, dry_run=True),
     p.UserInput(id=19, session_id="abc", text="again", client_msg_id="m-1"),
     p.ListModels(id=20),
+    p.InspectWorkspace(id=21, workspace="/w", environment={"T": "v"}, start_mcp=True),
     p.ListWorkers(id=21, session_id="abc"),
     p.ListAgents(id=23, session_id="abc"),
     p.Cost(id=24, session_id="abc"),
@@ -76,6 +77,8 @@ DAEMON_MSGS = [
     p.Agents(id=18, session_id="s", agents=[p.AgentInfo("verifier", "verifier", "watching", 1.5, 1, 2, 0.5, 9)]),
     p.Applied(id=17, session_id="s", branch="main", old_head="a" * 40, new_head="b" * 40, how="fast-forward"),
     p.Models(id=15, models=[p.ModelInfo("anthropic/x", "anthropic", ["x"], 200000, 64000, 3.0, 0.3, 3.75, 15.0, False)]),
+    p.WorkspaceReport(id=16, workspace="/w", trust="trusted", rows=[p.ExtensionRow("skill", "lint", "active", "user")],
+                      mcp=[p.McpServerInfo("gh", "stdio", "user", "running", tools=["search"])], warnings=["w"]),
     p.StatusReply(id=12, pid=3, socket="/s", version="1", sessions=["a", "b"], home="/h", log_file="/f"),
 ]
 

@@ -139,12 +139,25 @@ def test_gc_removes_worktrees_but_never_uncommitted_work(musec: Musec, tmp_path:
                               "two", cwd=repo).stdout)["session_id"]
     trees = musec.home / "state" / "worktrees"
     (trees / second / "docs" / "scratch.txt").write_text("work in progress\n")
+    dry = musec("gc", "--older-than", "0s", "--dry-run")  # says what would go, with sizes, and removes nothing
+    assert dry.returncode == 0 and f"kept {second}: kept worktree of docs" in dry.stdout
+    line = next(x for x in dry.stdout.splitlines() if first in x)
+    assert int(line.split()[-2]) > 1000 and line.endswith("bytes")
+    assert (trees / first).exists()
     done = musec("gc", "--older-than", "0s")
     assert done.returncode == 0 and first in done.stdout
     assert f"kept {second}: kept worktree of docs" in done.stdout
+    # how to rescue it: the folder and the branch
+    assert str(trees / second / "docs") in done.stdout and f"musec/{second}/docs" in done.stdout
     assert not (trees / first).exists() and (trees / second / "docs" / "scratch.txt").exists()
     branches = subprocess.run(["git", "branch", "--list", "musec/*"], cwd=repo, capture_output=True, text=True, env=musec.env)
-    assert first not in branches.stdout and second in branches.stdout
+    assert first not in branches.stdout and f"musec/{second}/integration" in branches.stdout
+    # the kept session is whole (issue 13, case 12): its integration can still be applied
+    assert (trees / second / "integration").is_dir()
+    assert "integration at" in musec("workers", second).stdout
+    applied = musec("apply", second)
+    assert applied.returncode == 0, applied.stderr
+    assert (repo / "double.py").read_text() == DOUBLE
 
 
 def test_a_worker_name_is_not_reused_in_a_session(musec: Musec, tmp_path: Path) -> None:

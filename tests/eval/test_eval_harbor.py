@@ -96,6 +96,11 @@ def test_task_set_scripted_rewards_trajectories_and_concurrency(harbor_venv: Pat
     paths = [tmp_path / "jobs" / "set" / t["trial_name"] / "agent" / "trajectory.json" for t in trials.values()]
     check = _validate_atif(harbor_venv, paths)
     assert check.returncode == 0 and f"valid {len(tasks)}" in check.stdout, check.stderr[-2000:]
+    # The fan-out task really fanned out: two workers, integration passed, `musec apply` brought it home.
+    fan = tmp_path / "jobs" / "set" / trials["fan-out-two-modules"]["trial_name"] / "agent"
+    subagents = json.loads((fan / "trajectory.json").read_text())["subagent_trajectories"]
+    assert sorted(t["trajectory_id"] for t in subagents) == ["worker:stats", "worker:units"]
+    assert "fast-forward" in (fan / "musec-apply.txt").read_text()
     # Trials ran concurrently: some two overlap in time.
     spans = sorted(_interval(t) for t in trials.values())
     assert any(spans[i + 1][0] < spans[i][1] for i in range(len(spans) - 1)), spans

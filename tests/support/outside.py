@@ -2,7 +2,7 @@
 
 The suite must pass from a clone in any directory, so nothing under ``tests/`` may read
 files that sit beside the repository. The team's docs folder next to the worktrees
-(``../shared``, which once held the provider fixtures) is the place a test reaches by
+(the team's ``shared`` folder beside the checkout, which once held the provider fixtures) is the place a test reaches by
 accident; ``install`` adds an audit hook (PEP 578) that makes opening or listing anything
 under it raise ``OutsideRepository`` in the test process.
 
@@ -26,7 +26,7 @@ _installed: list[tuple[str, ...]] = []
 
 
 class OutsideRepository(RuntimeError):
-    """A test opened or listed a path outside the repository (under ``../shared``)."""
+    """A test opened or listed a path outside the repository (the ``shared`` folder beside the checkout)."""
 
 
 def forbidden_roots(repo_root: Path) -> tuple[str, ...]:
@@ -36,7 +36,7 @@ def forbidden_roots(repo_root: Path) -> tuple[str, ...]:
         repo_root: The repository's root directory.
 
     Returns:
-        ``repo_root/../shared`` as written and with symlinks resolved.
+        the ``shared`` folder beside ``repo_root``, as written and with symlinks resolved.
     """
     shared = repo_root.parent / "shared"
     return tuple(sorted({os.path.abspath(shared) + os.sep, os.path.realpath(shared) + os.sep}))

@@ -9,8 +9,16 @@ from typing import Any
 import anyio
 import pytest
 from musec.agents.blackboard import Blackboard
-from musec.agents.core.events import AgentFailed, FileEdited, TestRun, ToolStarted, UserMessage
+from musec.agents.core.events import (
+    AgentFailed,
+    AnyEvent,
+    FileEdited,
+    TestRun,
+    ToolStarted,
+    UserMessage,
+)
 from musec.agents.roles import ROLES, BackgroundAgent, Reviewer, Scout, Verifier, make_roles
+from musec.agents.roles.base import MAX_RESTARTS
 
 pytestmark = pytest.mark.anyio
 
@@ -106,6 +114,56 @@ async def test_a_failing_role_is_reported_and_restarted(recorder, closing, tmp_p
     assert role.runs == 2 and role.ready.is_set()
     [failed] = recorder.of_type("agent_failed")
     assert failed == AgentFailed(seq=0, agent="flaky", role="flaky", error="RuntimeError: boom", retry_in_s=1.0)
+
+
+async def test_a_role_that_keeps_failing_is_reported_once_and_stops(recorder, closing, tmp_path: Path) -> None:
+    """Issue 13, case 7: the scout crash-looped forever, printing each failure."""
+
+    class Broken(BackgroundAgent):
+        role = "broken"
+        first_backoff_s = 0.001
+        runs = 0
+
+        async def run(self) -> None:
+            self.runs += 1
+            raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
+
+    role = Broken(recorder, None, tmp_path)
+    closing(role)
+    with anyio.fail_after(30):
+        await role.supervise()
+    assert role.runs == MAX_RESTARTS + 1 and role.ready.is_set()
+    [failed] = recorder.of_type("agent_failed")
+    assert "UnicodeEncodeError" in failed.error
+    assert role.state.startswith(f"failed {MAX_RESTARTS + 1} times, stopped")
+
+
+async def test_the_verifier_runs_plain_pytest_functions_with_pytest(recorder, closing, tmp_path: Path) -> None:
+    """Issue 13, case 10: plain pytest functions and no pytest configuration; unittest ran
+    0 of them and the verifier recorded a failing repository as green."""
+    (tmp_path / "pager.py").write_text("def page(items, number, size):\n    return items[number * size:][:size]\n")
+    (tmp_path / "test_pager.py").write_text(
+        "from pager import page\n\n\ndef test_first_page():\n    assert page(list(range(10)), 1, 3) == [0, 1, 2]\n")
+    done = anyio.Event()
+    record = recorder.record
+
+    def watch(event: AnyEvent) -> AnyEvent:
+        event = record(event)
+        if isinstance(event, TestRun) and event.trigger == "baseline":
+            done.set()
+        return event
+
+    recorder.record = watch
+    verifier = Verifier(recorder, None, tmp_path)
+    closing(verifier)
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(verifier.run)
+            await done.wait()
+            tg.cancel_scope.cancel()
+    [baseline] = [e for e in recorder.of_type("test_run") if e.trigger == "baseline"]
+    assert "pytest" in baseline.command and baseline.passed is False
+    assert baseline.failing_tests == ["test_pager.py::test_first_page"]
 
 
 async def test_a_full_inbox_is_noted_not_blocking(recorder, closing, tmp_path: Path) -> None:

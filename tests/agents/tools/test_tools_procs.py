@@ -25,14 +25,14 @@ def test_output_buffer_matches_the_stream(
     assert buffer.total_bytes == len(data)
     assert buffer.capped == (len(data) > max_bytes)
     if not buffer.capped:
-        assert buffer.text() == data.decode("utf-8", "replace")
+        assert buffer.text() == data.decode("utf-8", "backslashreplace")
         assert buffer.full() == data
         return
     head_n = max_bytes // 2
     tail_n = max_bytes - head_n
     omitted = len(data) - max_bytes
-    head = data[:head_n].decode("utf-8", "replace")
-    tail = data[len(data) - tail_n :].decode("utf-8", "replace")
+    head = data[:head_n].decode("utf-8", "backslashreplace")
+    tail = data[len(data) - tail_n :].decode("utf-8", "backslashreplace")
     assert buffer.text() == f"{head}\n[... {omitted} bytes omitted ...]\n{tail}"
     kept = max(keep_max_bytes // 2, max_bytes)
     full = buffer.full()

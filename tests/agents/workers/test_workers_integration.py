@@ -16,6 +16,7 @@ import pygit2
 import pytest
 from conftest import SID, SIG, commit_files, git, hash_working_copy, make_repo, write_files
 from musec.agents.workers import (
+    FiltersUnsupported,
     HeadMoved,
     MergeConflict,
     NotOnBranch,
@@ -94,7 +95,7 @@ async def test_two_green_branches_that_break_together_fail_integration(repo: Pat
 
     assert not result.merge.conflicts
     assert [m.how for m in result.merge.merged] == ["fast-forward", "merge", "merge"]
-    assert result.test_command is not None and result.test_command.source == "test*.py"
+    assert result.test_command is not None and result.test_command.source == "test*.py (unittest)"
     assert result.tests is not None and not result.tests.passed and not result.ok
     assert result.tests.failing_tests == ("test_summary_counts (test_summary.SummaryTest.test_summary_counts)",)
     assert "has no attribute 'total'" in result.tests.output
@@ -243,12 +244,52 @@ def test_apply_onto_a_snapshot_base(repo: Path, state: Path) -> None:
 
     applied = apply(repo, outcome.branch, expected_head=base.head, snapshot=base.commit)
 
-    assert applied.how == "fast-forward" and applied.new_head == outcome.head
+    # Only the workers' changes are committed (issue 13, case 2); the person's edit and
+    # staged file stay uncommitted, as they were.
+    assert applied.how == "commit" and applied.old_head == base.head
     log = git(repo, "log", "--format=%s", "main").splitlines()
-    assert log[1].startswith("musec: snapshot of uncommitted changes") and log[-1] == "initial"
+    assert log[0].startswith("musec: the workers' changes") and log[1:] == ["initial"]
+    assert git(repo, "diff", "--name-only", "main~1", "main").split() == sorted(DOCS)
     assert (repo / "report.py").read_text().endswith("# the person's edit\n")
     assert (repo / "README.md").exists() and (repo / "notes.txt").read_text() == "mine\n"
-    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "status", "--porcelain").splitlines() == ["A  notes.txt", " M report.py"]
+
+
+def test_a_sparse_checkout_is_not_taken_for_deletions(tmp_path: Path, state: Path) -> None:
+    repo = make_repo(tmp_path / "sparse", {**PROJECT, "docs/guide.md": "guide\n", "data/big.txt": "big\n"})
+    git(repo, "sparse-checkout", "set", "--no-cone", "/*.py", "/docs/")
+    assert not (repo / "data" / "big.txt").exists()
+    assert prepare_base(repo, SID, signature=SIG).snapshot is False  # nothing uncommitted
+    write_files(repo, {"report.py": PROJECT["report.py"] + "# mine\n"})
+    base = prepare_base(repo, SID, signature=SIG)
+    assert base.snapshot and base.dirty_paths == ("report.py",)
+    snap = pygit2.Repository(str(repo))[base.commit]
+    assert "data/big.txt" in [p for p in _paths(snap.tree)]  # not committed as deleted
+    outcome = merge_branches(repo, state, SID, base, [worker(repo, state, base, "docs", DOCS)])
+    applied = apply(repo, outcome.branch, expected_head=base.head, snapshot=base.commit)
+    assert git(repo, "diff", "--name-only", "main~1", "main").split() == sorted(DOCS)
+    assert not (repo / "data" / "big.txt").exists() and "S data/big.txt" in git(repo, "ls-files", "-t")
+    assert git(repo, "status", "--porcelain").splitlines() == [" M report.py"]
+    assert applied.how == "commit"
+
+
+def _paths(tree: pygit2.Tree, prefix: str = "") -> list[str]:
+    out = []
+    for entry in tree:
+        if entry.type_str == "tree":
+            out += _paths(entry, prefix + entry.name + "/")
+        else:
+            out.append(prefix + entry.name)
+    return out
+
+
+def test_a_filter_driver_is_refused_clearly(repo: Path) -> None:
+    commit_files(repo, {".gitattributes": "*.bin filter=lfs diff=lfs merge=lfs -text\n"})
+    git(repo, "config", "filter.lfs.smudge", "git-lfs smudge -- %f")
+    with pytest.raises(FiltersUnsupported, match="Git filter lfs .git-lfs smudge"):
+        prepare_base(repo, SID, signature=SIG)
+    git(repo, "config", "--unset-all", "filter.lfs.smudge")
+    assert prepare_base(repo, SID, signature=SIG).snapshot is False  # without the driver, git does not filter
 
 
 @pytest.mark.anyio

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from musec.agents.workers import TestCommand, detect_test_command, failing_tests, run_tests
+from musec.agents.workers.testcmd import no_tests_ran
 
 
 @pytest.mark.parametrize(
@@ -21,7 +22,8 @@ from musec.agents.workers import TestCommand, detect_test_command, failing_tests
         ({"pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-q'\n"}, ("-m", "pytest"), "pyproject.toml"),
         ({"setup.cfg": "[tool:pytest]\n"}, ("-m", "pytest"), "setup.cfg"),
         ({"tests/conftest.py": "", "conftest.py": ""}, ("-m", "pytest"), "conftest.py"),
-        ({"tests/test_x.py": ""}, ("-m", "unittest"), "test*.py"),
+        ({"tests/test_x.py": "import unittest\nclass T(unittest.TestCase): pass\n"}, ("-m", "unittest"), "test*.py (unittest)"),
+        ({"tests/test_x.py": "def test_x():\n    pass\n"}, ("-m", "pytest"), "test*.py (plain test functions)"),
     ],
 )
 def test_detection(tmp_path: Path, files: dict[str, str], argv_tail: tuple[str, ...], source: str) -> None:
@@ -71,8 +73,18 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
     assert run.timed_out and not run.passed and "killed after 0.5 s" in run.output
     stat = Path(f"/proc/{int(pidfile.read_text())}/stat")
-    # gone, or a zombie waiting for whoever adopted it to reap it
-    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+    def dead() -> bool:  # gone, or a zombie waiting for whoever adopted it to reap it
+        try:
+            return stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            return True
+
+    # SIGKILL takes effect when the kernel next runs the process: a loaded machine delays it
+    deadline = time.monotonic() + 10
+    while not dead() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert dead()
 
 
 @pytest.mark.anyio
@@ -106,3 +118,75 @@ def test_failing_test_names_from_each_runner() -> None:
         "test_a (pkg.test_m.T.test_a)", "test_b (pkg.test_m.T.test_b)", "tests/test_x.py::test_y[1]",
         "tests/test_x.py::test_z", "TestParse", "parser::tests::roundtrip",
     )
+
+
+# issue 13, case 10: the runner that collects the tests; "no tests ran" is never a pass --
+
+
+PLAIN = "from pager import page\n\n\ndef test_first():\n    assert page([1, 2], 1, 1) == [1]\n"
+UNITTEST = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertTrue(True)\n"
+
+
+@pytest.mark.parametrize(
+    "files,runner",
+    [
+        ({"test_pager.py": PLAIN}, "pytest"),
+        ({"tests/test_pager.py": PLAIN}, "pytest"),
+        ({"tests/unit/test_deep.py": PLAIN}, "pytest"),
+        ({"test_a.py": UNITTEST, "tests/test_b.py": PLAIN}, "pytest"),
+        ({"test_a.py": "import pytest\n\n" + UNITTEST}, "pytest"),
+        ({"test_a.py": UNITTEST, "tests/test_b.py": UNITTEST}, "unittest"),
+    ],
+)
+def test_detection_prefers_the_runner_that_collects_the_tests(
+    tmp_path: Path, files: dict[str, str], runner: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found = detect_test_command(tmp_path, python="py")
+    assert found is not None and found.argv == ("py", "-m", runner)
+
+
+@pytest.mark.anyio
+async def test_plain_test_functions_are_collected_and_a_failure_is_seen(tmp_path: Path) -> None:
+    (tmp_path / "pager.py").write_text("def page(items, number, size):\n    return items[number * size:][:size]\n")
+    (tmp_path / "test_pager.py").write_text(PLAIN)
+    command = detect_test_command(tmp_path, python=sys.executable)
+    run = await run_tests(command, tmp_path, timeout_s=60)
+    assert not run.passed and not run.no_tests_ran
+    assert run.failing_tests == ("test_pager.py::test_first",)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("-m", "unittest"),  # Python 3.11: "Ran 0 tests" and exit status 0
+        ("-m", "pytest", "-q", "-p", "no:cacheprovider"),  # exit status 5
+    ],
+)
+async def test_no_tests_ran_is_never_a_pass(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    (tmp_path / "test_nothing.py").write_text("X = 1\n")
+    run = await run_tests(TestCommand((sys.executable, *argv), "t"), tmp_path, timeout_s=60)
+    assert run.no_tests_ran and not run.passed
+    assert "no tests ran" in run.output
+
+
+@pytest.mark.anyio
+async def test_a_run_with_tests_is_not_taken_for_an_empty_one(tmp_path: Path) -> None:
+    (tmp_path / "test_one.py").write_text(UNITTEST)
+    run = await run_tests(TestCommand((sys.executable, "-m", "unittest"), "t"), tmp_path, timeout_s=60)
+    assert run.passed and not run.no_tests_ran
+
+
+@pytest.mark.parametrize("argv, status, output, empty", [
+    (("cargo", "test"), 0, "running 0 tests\n\ntest result: ok. 0 passed\n\nrunning 0 tests\n", True),
+    (("cargo", "test"), 0, "running 0 tests\n\nrunning 2 tests\ntest a ... ok\n", False),
+    (("go", "test", "./..."), 0, "?   \texample.com/x\t[no test files]\n", True),
+    (("go", "test", "./..."), 0, "?   \texample.com/x\t[no test files]\nok  \texample.com/y\t0.01s\n", False),
+    (("npm", "test"), 1, "No tests found, exiting with code 1\n", True),
+    (("make", "test"), 0, "all good\n", False),
+])
+def test_no_tests_ran_in_other_runners(argv: tuple[str, ...], status: int, output: str, empty: bool) -> None:
+    assert no_tests_ran(argv, status, output) is empty

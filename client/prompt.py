@@ -1,0 +1,70 @@
+"""The interactive prompt (prompt_toolkit): history across sessions in a 0600 file under
+the state directory, completion of slash commands and ``@path`` mentions, Enter sends and
+Alt-Enter (or Esc then Enter) starts a new line, pasted text kept whole (bracketed paste),
+and the status line at the bottom."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .slash import BUILTIN, history_path
+from .status import SessionStatus
+
+
+def make_prompt(status: SessionStatus, slash: set[str], workspace: str = ".") -> Callable[[], str]:
+    """A function that reads one message (raises EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C)."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings
+
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    try:
+        history: Any = FileHistory(str(history_path()))
+    except OSError:
+        history = None
+    session: Any = PromptSession(
+        history=history, completer=_completer(workspace, slash), complete_while_typing=True,
+        key_bindings=bindings, bottom_toolbar=lambda: " " + status.text(),
+        prompt_continuation=lambda width, line_number, wrap_count: "… ".rjust(width),
+    )
+    return lambda: session.prompt("› ")
+
+
+def _completer(workspace: str, slash: set[str]) -> Any:
+    from prompt_toolkit.completion import Completer, Completion
+
+    names = [*BUILTIN, *("/" + n for n in sorted(slash))]
+    root = Path(workspace)
+
+    class _Complete(Completer):
+        def get_completions(self, document: Any, complete_event: Any) -> Iterable[Any]:
+            text = document.text_before_cursor
+            if text.startswith("/") and " " not in text:
+                for name in names:
+                    if name.startswith(text):
+                        yield Completion(name, start_position=-len(text), display_meta=BUILTIN.get(name, ""))
+                return
+            word = text.split()[-1] if text and not text[-1].isspace() else ""
+            if word.startswith("@"):
+                yield from _paths(root, word[1:])
+
+    def _paths(base: Path, partial: str) -> Iterable[Any]:
+        folder, _, stem = partial.rpartition("/")
+        where = (base / folder) if folder else base
+        try:
+            entries = sorted(where.iterdir())[:500]
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.startswith(stem) and not entry.name.startswith(".git"):
+                rel = (folder + "/" if folder else "") + entry.name + ("/" if entry.is_dir() else "")
+                yield Completion("@" + rel, start_position=-len(partial) - 1)
+
+    return _Complete()

@@ -1,0 +1,137 @@
+"""The interactive client's slash commands (DESIGN §3): ``/help /model /cost /agents
+/workers /compact /clear /resume /approval /last /exit``.
+
+A ``/NAME`` of a skill or custom command (or any ``/NAME args``) goes to the session as a
+message: the daemon expands it there. ``/help`` lists the ones the daemon reported.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from musec.daemon import protocol as p
+
+from .connection import Connection
+from .output import out, safe
+from .status import SessionStatus
+
+BUILTIN = {
+    "/help": "this list",
+    "/model": "the model, its context window and prices; /model M says how to switch",
+    "/cost": "tokens and dollars so far, per agent and model",
+    "/agents": "the session's agents and their state",
+    "/workers": "the session's fan-out workers",
+    "/compact": "compact the context now",
+    "/clear": "end this session and start a new one",
+    "/resume": "switch to another session (a picker), or /resume ID",
+    "/approval": "/approval MODE (ask, auto, read-only, never)",
+    "/last": "the last tool result in full",
+    "/exit": "leave (Ctrl-D too); Ctrl-C or Esc interrupts a running turn",
+}
+
+
+@dataclass
+class Outcome:
+    """What the prompt loop does after a command: ``stay`` (ask again), ``send`` (send
+    ``text`` to the session), ``exit``, ``clear`` (a new session), ``resume`` (``arg``)."""
+
+    action: str
+    text: str = ""
+    arg: str = ""
+
+
+@dataclass
+class Context:
+    """What a command may look at: the connection, the session, its status, the workspace."""
+
+    conn: Connection
+    session_id: str
+    status: SessionStatus
+    workspace: str
+    last_result: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)  # the session's skills and custom commands (``extensions.slash_names``)
+
+
+def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch per command
+    """Do the slash command ``line``; unknown ones go to the session as messages."""
+    name, _, arg = line.strip().partition(" ")
+    arg = arg.strip()
+    conn, sid = ctx.conn, ctx.session_id
+    if name in ("/exit", "/quit"):
+        return Outcome("exit")
+    if name == "/help":
+        for cmd, what in BUILTIN.items():
+            out(f"  {cmd:<10} {what}")
+        if ctx.names:
+            out("  skills and custom commands: " + ", ".join("/" + n for n in sorted(ctx.names)))
+        out("  @path attaches a file; Alt-Enter (or Esc Enter) starts a new line; Enter sends")
+    elif name == "/model":
+        _model(ctx, arg)
+    elif name == "/cost":
+        report = conn.request(p.Cost(id=conn.next_id(), session_id=sid))
+        for row in report.rows:
+            out(f"  {row.agent:<12} {row.model:<36} {row.calls:>4} calls  in {row.input_tokens:>8}  "
+                f"out {row.output_tokens:>7}  cache {row.cache_read_tokens:>8}  ${row.cost_usd:.4f}")
+        out(f"  total ${report.total_usd:.4f}" + (f" · {report.retries} retries" if report.retries else ""))
+    elif name == "/agents":
+        for a in conn.request(p.ListAgents(id=conn.next_id(), session_id=sid)).agents:
+            out(f"  {a.agent:<16} {a.role:<10} {a.state:<10} in {a.input_tokens:>8} out {a.output_tokens:>7}  ${a.cost_usd:.4f}")
+    elif name == "/workers":
+        reply = conn.request(p.ListWorkers(id=conn.next_id(), session_id=sid))
+        if not reply.workers:
+            out("  no workers in this session")
+        for w in reply.workers:
+            out(f"  {w.name:<16} {w.state:<12} {w.commits} commits  {w.branch}")
+        if reply.integration:
+            out(f"  integration: {reply.integration}")
+    elif name == "/compact":
+        out("  /compact is not available in the interactive client yet; the context is compacted "
+            "by the daemon when it fills")
+    elif name == "/clear":
+        return Outcome("clear")
+    elif name == "/resume":
+        return Outcome("resume", arg=arg)
+    elif name == "/approval":
+        if arg not in ("ask", "auto", "read-only", "never"):
+            out(f"  approval is {ctx.status.approval or 'ask'}; /approval MODE takes ask, auto, read-only or never")
+        else:
+            out(f"  changing the approval mode of a live session is not available yet; "
+                f"it stays {ctx.status.approval or 'ask'} (start with --approval {arg})")
+    elif name == "/last":
+        out(ctx.last_result or "  no tool result yet")
+    elif name[1:] in ctx.names or arg:
+        return Outcome("send", text=line)  # the daemon expands skills and custom commands
+    else:
+        out(f"unknown command {name}; /help lists the commands")
+    return Outcome("stay")
+
+
+def _model(ctx: Context, arg: str) -> None:
+    models = ctx.extra.get("models") or []
+    status = ctx.status
+    entry = next((m for m in models if status.model in (m.id, *m.aliases)), None)
+    out(f"  model: {status.model}")
+    if entry is not None:
+        out(f"  context window {entry.context_window_tokens} tokens · ${entry.input_per_mtok}/M in, "
+            f"${entry.output_per_mtok}/M out")
+    out(f"  {status.context_text()} used")
+    if arg:
+        out(f"  switching a live session's model is not available here yet; leave and run "
+            f"`musec run --resume {safe(ctx.session_id)} --model {safe(arg)}`")
+    elif models:
+        out("  others: " + ", ".join(m.aliases[0] if m.aliases else m.id for m in models[:12]))
+
+
+def history_path() -> Path:
+    """The prompt history file under the state directory (made 0600)."""
+    path = p.state_home() / "prompt_history"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+    os.chmod(path, 0o600)
+    return path

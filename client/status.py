@@ -1,0 +1,86 @@
+"""The interactive client's status line: model, context used, session cost, live agents and
+workers, approval mode; a fold over the session's events (decoded log lines)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from musec.daemon import protocol as p
+
+from .output import safe
+
+
+class SessionStatus:
+    """What the status line says, kept up to date from the events a client reads.
+
+    Args:
+        model: the model asked for (the ``session_started`` event's wins).
+        approval: the approval mode asked for (likewise).
+    """
+
+    def __init__(self, model: str = "", approval: str = "") -> None:
+        self.model = model
+        self.approval = approval
+        self.context_window_tokens = 0
+        self.context_tokens = 0  # the main agent's last request: input + cache read + cache write + output
+        self.cost_usd = 0.0
+        self.agents: dict[str, str] = {}  # live background agents: id -> role
+        self.workers: set[str] = set()  # live workers
+
+    def fold(self, ev: dict[str, Any]) -> None:
+        """Take one event into account."""
+        kind = ev.get("type")
+        agent = str(ev.get("agent", "main"))
+        if kind == "session_started":
+            self.model = str(ev.get("model") or self.model)
+            self.approval = str(ev.get("approval") or self.approval)
+        elif kind == "model_response":
+            cost = ev.get("cost_usd")
+            if isinstance(cost, int | float):
+                self.cost_usd += float(cost)
+            usage = ev.get("usage")
+            if agent == "main" and isinstance(usage, dict):
+                self.context_tokens = sum(v for k, v in usage.items() if isinstance(v, int)
+                                          and k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
+        elif kind == "agent_spawned" and ev.get("role") != "worker":
+            self.agents[str(ev.get("agent", agent))] = str(ev.get("role", ""))
+        elif kind in ("agent_stopped", "agent_finished"):
+            self.agents.pop(agent, None)
+        elif kind == "worker_spawned":
+            self.workers.add(str(ev.get("worker", "")))
+        elif kind == "worker_finished":
+            self.workers.discard(str(ev.get("worker", "")))
+        elif kind == "model_switched":
+            self.model = str(ev.get("model") or self.model)
+
+    def learn_catalog(self, models: list[p.ModelInfo]) -> None:
+        """Find the model's context window in the catalog (by id or alias)."""
+        name = self.model.split("/", 1)[-1]
+        for m in models:
+            if self.model in (m.id, *m.aliases) or name == m.id.split("/", 1)[-1]:
+                self.context_window_tokens = m.context_window_tokens
+                return
+
+    def context_text(self) -> str:
+        """``ctx 12% of 200k`` when the window is known, else ``ctx 24k tokens``."""
+        used = self.context_tokens
+        if self.context_window_tokens:
+            return f"ctx {100 * used / self.context_window_tokens:.0f}% of {_k(self.context_window_tokens)}"
+        return f"ctx {_k(used)} tokens"
+
+    def text(self) -> str:
+        """The status line, cleaned."""
+        model = self.model or "?"
+        if model.startswith("scripted:"):
+            model = "scripted:" + model.rpartition("/")[2]
+        parts = [model, self.context_text(), f"${self.cost_usd:.4f}"]
+        if self.agents:
+            parts.append("agents: " + ", ".join(sorted(self.agents)))
+        if self.workers:
+            parts.append(f"workers: {len(self.workers)} live")
+        parts.append(f"approval {self.approval or 'ask'}")
+        return safe(" · ".join(parts))
+
+
+def _k(n: int) -> str:
+    return f"{n / 1000:.1f}k".replace(".0k", "k") if n >= 1000 else str(n)

@@ -1,0 +1,243 @@
+"""The MCP client against a real server built with the SDK: stdio and streamable HTTP,
+tool listing, calls, a crash mid-session and the restart, secrets kept out of events."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from musec.agents.core.events import AnyEvent, ToolFinished, event_type, line_fields
+from musec.agents.history import is_untrusted_result
+from musec.agents.mcp import (
+    McpConfigError,
+    McpManager,
+    ServerSpec,
+    load_project_servers,
+    mcp_tools,
+    parse_servers,
+    tool_name,
+)
+from musec.agents.tools.base import ToolContext
+
+pytestmark = pytest.mark.timeout(180)
+
+SERVER = textwrap.dedent('''
+    import os, socket, sys
+    from pathlib import Path
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("demo")
+    COUNT = Path(os.environ.get("START_COUNT", "/dev/null"))
+
+    @app.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @app.tool()
+    def whoami() -> str:
+        """Says whether the server got its token."""
+        return "token set" if os.environ.get("DEMO_TOKEN") else "no token"
+
+    @app.tool()
+    def crash() -> str:
+        """Exit the server process at once."""
+        os._exit(3)
+
+    @app.tool()
+    def fail() -> str:
+        """Raise an error."""
+        raise ValueError("deliberate failure")
+
+    if __name__ == "__main__":
+        if str(COUNT) != "/dev/null":
+            with COUNT.open("a") as f:
+                f.write("start\\n")
+        if sys.argv[1:2] == ["http"]:
+            import anyio, uvicorn
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", int(sys.argv[3]) if len(sys.argv) > 3 else 0))
+            sock.listen(16)
+            Path(sys.argv[2]).write_text(str(sock.getsockname()[1]))
+            server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(), log_level="warning"))
+            anyio.run(lambda: server.serve(sockets=[sock]))
+        else:
+            app.run()
+''')
+
+
+@pytest.fixture
+def server_py(tmp_path: Path) -> Path:
+    path = tmp_path / "demo_server.py"
+    path.write_text(SERVER)
+    return path
+
+
+@pytest.fixture
+def http_server(server_py: Path, tmp_path: Path) -> Iterator[str]:
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen([sys.executable, str(server_py), "http", str(port_file)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            if port_file.exists() and port_file.read_text():
+                break
+            if proc.poll() is not None:
+                raise RuntimeError("the HTTP MCP server exited")
+            subprocess.run(["sleep", "0.1"])  # polling a subprocess's readiness file, not synchronising threads
+        yield f"http://127.0.0.1:{port_file.read_text()}/mcp"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_config_shapes_and_errors(tmp_path: Path) -> None:
+    specs = parse_servers({"gh": {"command": "npx", "args": ["-y", "x"], "env": {"T": "${GH_TOKEN}"}},
+                           "docs": {"url": "https://d.example/mcp", "headers": {"A": "Bearer ${D}"}},
+                           "off": {"command": "x", "enabled": False}}, source="user", origin="c.toml")
+    assert [(s.name, s.transport) for s in specs] == [("gh", "stdio"), ("docs", "http")]
+    assert specs[0].describe() == "gh (stdio npx -y x, user)"
+    for bad, msg in [({"a__b": {"command": "x"}}, "server name"), ({"x": {"command": "x", "url": "http://y"}}, "exactly one"),
+                     ({"x": {"url": "ftp://y"}}, "http://"), ({"x": {"command": "x", "args": "y"}}, "list of strings"),
+                     ({"x": {"command": "x", "bogus": 1}}, "unknown key")]:
+        with pytest.raises(McpConfigError, match=msg):
+            parse_servers(bad, source="user", origin="c.toml")
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"p": {"type": "stdio", "command": "srv"}}}))
+    assert [(s.name, s.source) for s in load_project_servers(tmp_path)] == [("p", "project")]
+    (tmp_path / ".mcp.json").write_text("{nope")
+    with pytest.raises(McpConfigError, match="cannot be read as JSON"):
+        load_project_servers(tmp_path)
+    assert tool_name("gh", "create.issue") == "mcp__gh__create_issue" and tool_name("gh", "x" * 80) is None
+
+
+async def _session(manager: McpManager, body: Any) -> None:
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        await manager.wait_ready()
+        await body()
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_tools_listed_called_and_restarted_after_a_crash(transport: str, server_py: Path, tmp_path: Path,
+                                                         request: pytest.FixtureRequest) -> None:
+    count = tmp_path / "starts"
+    secret = "s3cr3t-value-" + transport
+    if transport == "stdio":
+        spec = ServerSpec("demo", "stdio", command=sys.executable, args=(str(server_py),),
+                          env={"DEMO_TOKEN": "${DEMO_TOKEN}", "START_COUNT": str(count)}, tool_timeout_s=30)
+    else:
+        url = request.getfixturevalue("http_server")
+        spec = ServerSpec("demo", "http", url=url, headers={"X-Token": "${DEMO_TOKEN}"}, tool_timeout_s=30)
+    events: list[AnyEvent] = []
+    manager = McpManager([spec], workspace=tmp_path, environment={"DEMO_TOKEN": secret},
+                         on_event=events.append, backoff_s=0.05)
+    ctx = ToolContext(workspace=tmp_path, env={})
+
+    async def body() -> None:
+        tools, problems = mcp_tools(manager)
+        assert problems == []
+        by_name = {t.name: t for t in tools}
+        assert sorted(by_name) == ["mcp__demo__add", "mcp__demo__crash", "mcp__demo__fail", "mcp__demo__whoami"]
+        add = by_name["mcp__demo__add"]
+        assert add.spec.input_schema["required"] == ["a", "b"] and "Add two integers" in add.spec.description
+        out = await add.run({"a": 2, "b": 40}, ctx)
+        assert (out.content, out.is_error) == ("42", False)
+        out = await by_name["mcp__demo__fail"].run({}, ctx)
+        assert out.is_error and "fail" in out.content
+        if transport == "stdio":
+            assert (await by_name["mcp__demo__whoami"].run({}, ctx)).content == "token set"
+            crashed = await by_name["mcp__demo__crash"].run({}, ctx)
+            assert crashed.is_error and "stopped during the call" in crashed.content
+            out = await add.run({"a": 1, "b": 1}, ctx)  # waits for the restart
+            assert (out.content, out.is_error) == ("2", False)
+            assert count.read_text().count("start") == 2
+            assert manager.status()[0]["restarts"] == 1 and manager.status()[0]["state"] == "running"
+
+    anyio.run(_session, manager, body)
+    kinds = [event_type(e) for e in events]
+    assert kinds[0] == "mcp_server_started"
+    if transport == "stdio":
+        assert kinds == ["mcp_server_started", "mcp_server_restarting", "mcp_server_started"]
+    assert secret not in json.dumps([line_fields(e) for e in events]) and manager.secret_values() == [secret]
+
+
+def test_missing_variable_and_dead_command_give_up_with_a_message(tmp_path: Path) -> None:
+    specs = [ServerSpec("needs", "stdio", command="true", env={"T": "${NOT_SET_ANYWHERE}"}),
+             ServerSpec("dead", "stdio", command=str(tmp_path / "missing-binary"), startup_timeout_s=5)]
+    events: list[AnyEvent] = []
+    manager = McpManager(specs, workspace=tmp_path, environment={}, on_event=events.append,
+                         backoff_s=0.01)
+
+    async def body() -> None:
+        with anyio.fail_after(60):
+            while any(s["state"] != "failed" for s in manager.status()):
+                await manager.servers["dead"].ready.wait()
+                await anyio.sleep(0.05)
+        status = {s["server"]: s for s in manager.status()}
+        assert "needs ${NOT_SET_ANYWHERE}" in status["needs"]["error"]
+        assert "gave up after 5 attempts" in status["dead"]["error"]
+        out = await manager.servers["dead"].call("x", {})
+        assert out[1] and "not available" in out[0]
+
+    anyio.run(_session, manager, body)
+
+
+def test_results_are_marked_untrusted() -> None:
+    assert is_untrusted_result(ToolFinished(call_id="c1", tool="mcp__demo__add", untrusted=True))
+
+
+def _start_http(server_py: Path, port_file: Path, port: int = 0) -> subprocess.Popen:
+    port_file.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, str(server_py), "http", str(port_file), str(port)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        if port_file.exists() and port_file.read_text():
+            return proc
+        if proc.poll() is not None:
+            raise RuntimeError("the HTTP MCP server exited")
+        subprocess.run(["sleep", "0.1"])  # polling a subprocess's readiness file
+    raise RuntimeError("the HTTP MCP server did not start")
+
+
+def test_http_server_that_goes_away_is_reconnected(server_py: Path, tmp_path: Path) -> None:
+    port_file = tmp_path / "port"
+    first = _start_http(server_py, port_file)
+    port = int(port_file.read_text())
+    spec = ServerSpec("web", "http", url=f"http://127.0.0.1:{port}/mcp", tool_timeout_s=20, startup_timeout_s=20)
+    events: list[str] = []
+    manager = McpManager([spec], workspace=tmp_path, environment={}, on_event=lambda e: events.append(event_type(e)), backoff_s=0.2)
+    ctx = ToolContext(workspace=tmp_path, env={})
+    procs = [first]
+
+    async def body() -> None:
+        tools, _ = mcp_tools(manager)
+        add = next(t for t in tools if t.name == "mcp__web__add")
+        assert (await add.run({"a": 1, "b": 2}, ctx)).content == "3"
+        crashed = await next(t for t in tools if t.name == "mcp__web__crash").run({}, ctx)
+        assert crashed.is_error
+        procs.append(_start_http(server_py, port_file, port))
+        with anyio.fail_after(90):
+            while True:
+                out = await add.run({"a": 20, "b": 22}, ctx)
+                if not out.is_error:
+                    break
+                await anyio.sleep(0.2)
+        assert out.content == "42"
+        assert manager.status()[0]["restarts"] >= 1
+
+    try:
+        anyio.run(_session, manager, body)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert events.count("mcp_server_started") >= 2 and "mcp_server_restarting" in events

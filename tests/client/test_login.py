@@ -1,0 +1,50 @@
+"""``musec login`` / ``logout``: a key in the system keyring (a file-backed test backend),
+used by the client when the variable is not set, never written by the daemon."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT, Musec
+from tests.support.anthropic_server import AnthropicServer, message
+
+KEY = "stored-test-key-not-a-real-one-0123456789"
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"PYTHON_KEYRING_BACKEND": "tests.support.keyring_file.FileKeyring", "PYTHONPATH": str(REPO_ROOT),
+            "MUSEC_TEST_KEYRING": str(tmp_path / "keyring.json")}
+
+
+def test_login_stores_the_key_and_run_uses_it(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    musec.secrets.add(KEY)  # assert_no_secrets: nothing under MUSEC_HOME holds it
+    proc = musec("login", "anthropic", env=env, input=KEY + "\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "stored the anthropic key" in proc.stdout and KEY not in proc.stdout
+    assert json.loads((tmp_path / "keyring.json").read_text()) == {"musec/ANTHROPIC_API_KEY": KEY}
+    assert "ANTHROPIC_API_KEY in the keyring (musec login)" in musec("doctor", env=env).stdout
+    with AnthropicServer() as server:
+        server.enqueue(message([{"type": "text", "text": "Done."}]))
+        proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto", "say done",
+                     env={**env, "ANTHROPIC_BASE_URL": server.base_url}, cwd=buggy_repo)
+        assert proc.returncode == 0, proc.stderr
+        assert server.requests[0].headers["x-api-key"] == KEY
+    # The variable wins over the stored key.
+    with AnthropicServer() as server:
+        server.enqueue(message([{"type": "text", "text": "Done."}]))
+        proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto", "say done", cwd=buggy_repo,
+                     env={**env, "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "sk-ant-from-the-variable"})
+        assert proc.returncode == 0, proc.stderr
+        assert server.requests[0].headers["x-api-key"] == "sk-ant-from-the-variable"
+    proc = musec("logout", "anthropic", env=env)
+    assert proc.returncode == 0 and "removed the anthropic key" in proc.stdout
+    assert json.loads((tmp_path / "keyring.json").read_text()) == {}
+    assert "no anthropic key was stored" in musec("logout", "anthropic", env=env).stdout
+
+
+def test_login_without_a_key_stores_nothing(musec: Musec, tmp_path: Path) -> None:
+    proc = musec("login", "openai", env=_env(tmp_path), input="\n")
+    assert proc.returncode == 2 and proc.stderr.strip() == "musec: no key given; nothing stored"
+    assert not (tmp_path / "keyring.json").exists()

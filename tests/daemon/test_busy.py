@@ -1,0 +1,79 @@
+"""A slow request never stops the daemon serving others (issue 19): a real daemon
+verifies and replays a large log, written here line by line, while another connection
+asks for its status."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from musec.client import connection
+from musec.daemon import protocol as p
+
+from tests.daemon.test_attach import connect  # noqa: F401 - the fixture
+
+EVENTS = 300_000
+
+
+def _chained_log(path: Path, events: int) -> None:
+    """A valid log of ``events`` lines: the hash chain of DESIGN §5, computed here."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prev = ""
+    out = []
+    started = {"seq": 0, "ts": 1.0, "agent": "main", "type": "session_started", "workspace": "/w", "model": "x"}
+    for n in range(events):
+        ev = started if n == 0 else {"seq": n, "ts": 1.0 + n, "agent": "main", "type": "note", "text": f"line {n}"}
+        body = json.dumps(ev, separators=(",", ":")).encode()
+        prev = hashlib.sha256(prev.encode() + body).hexdigest()[:32]
+        out.append(body[:-1] + b',"h":"' + prev.encode() + b'"}\n')
+    path.write_bytes(b"".join(out))
+
+
+def _statuses_while(heavy: connection.Connection, probe: connection.Connection) -> list[float]:
+    """Status round trips on ``probe`` until ``heavy`` has its reply; their latencies in ms."""
+    latencies = []
+    while not heavy.pending():
+        started = time.perf_counter()
+        probe.request(p.Status(id=probe.next_id()))
+        latencies.append((time.perf_counter() - started) * 1000)
+    return latencies
+
+
+@pytest.mark.timeout(300)
+def test_status_is_answered_while_a_large_log_is_verified(connect, musec) -> None:  # noqa: F811
+    _chained_log(musec.home / "state" / "sessions" / "big.jsonl", EVENTS)
+    heavy, probe = connect(), connect()
+    probe.request(p.Status(id=probe.next_id()))  # both connections are served before it starts
+    heavy.send(p.VerifyLog(id=heavy.next_id(), session_id="big"))
+    latencies = _statuses_while(heavy, probe)
+    reply = heavy.recv(60)
+    assert isinstance(reply, p.VerifyResult) and reply.ok and reply.events == EVENTS
+    # On the event loop, the second status waited for the whole verification.
+    assert len(latencies) >= 3, latencies
+    assert statistics.median(latencies) < 250, latencies  # generous: ~1 ms on an idle machine
+
+
+def test_a_missing_sniffio_is_looked_for_once() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, importlib.abc\n"
+            "looked = []\n"
+            "class Spy(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        looked.append(name)\n"
+            "sys.meta_path.insert(0, Spy())\n"
+            "from musec.daemon.server import settle_missing_sniffio\n"
+            "import httpcore._synchronization as s\n"
+            "settle_missing_sniffio()\n"
+            "before = looked.count('sniffio')\n"
+            "async def main():\n"
+            "    return [s.current_async_library() for _ in range(5)]\n"
+            "import anyio\n"
+            "print(anyio.run(main), looked.count('sniffio') - before)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[-1] == "0"  # found once and kept, or missing and not searched for again

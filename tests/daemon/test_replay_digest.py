@@ -1,0 +1,50 @@
+"""Replay's incremental request digest equals the full ``request_digest`` after every event
+of any history (issue 19: the digest is extended per request, not recomputed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from musec.agents.core.conversation import TextBlock, ToolCallBlock, request_digest
+from musec.agents.loop import Agent
+from musec.agents.tools import default_tools
+from musec.agents.tools.base import ToolContext
+from musec.daemon.resume import PrefixDigest, _no_ask, _no_blob, _no_delta, _no_record, _ReplayModel
+
+TEXT = st.text(max_size=20)
+
+
+def _agent(tmp: Path) -> Agent:
+    return Agent(agent_id="main", provider=_ReplayModel("p", "m"), tools=default_tools(), ctx=ToolContext(workspace=tmp, env={}),
+                 record=_no_record, ask=_no_ask, on_delta=_no_delta, approval_mode="auto", max_turns=1,
+                 system_prompt='sys "messages":[] prompt', store_blob=_no_blob, session_id="s")
+
+
+def _event(kind: str, text: str, n: int) -> dict[str, Any]:
+    match kind:
+        case "user":
+            return {"type": "user_message", "agent": "main", "text": text}
+        case "reply":
+            return {"type": "model_response", "agent": "main",
+                    "content": msgspec.to_builtins([TextBlock(text), ToolCallBlock(f"c{n}", "bash", {"command": text})])}
+        case "result":
+            return {"type": "tool_finished", "agent": "main", "call_id": f"c{n - 1}", "tool": "bash", "content": text}
+        case _:
+            return {"type": "agent_message", "to": "main", "from": "scout", "body": text}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["user", "reply", "result", "message"]), TEXT), max_size=30))
+def test_incremental_digest_matches_the_full_one_after_every_event(tmp_path_factory, steps) -> None:
+    agent = _agent(tmp_path_factory.mktemp("ws"))
+    digest = PrefixDigest()
+    assert digest.digest(agent) == request_digest(agent.build_request())
+    for n, (kind, text) in enumerate(steps):
+        agent.history.apply(_event(kind, text, n))
+        assert digest.digest(agent) == request_digest(agent.build_request())
+    agent.history.messages = list(agent.history.messages[:1])  # a history replaced (compaction)
+    assert digest.digest(agent) == request_digest(agent.build_request())
