@@ -4,12 +4,17 @@ of any history (issue 19: the digest is extended per request, not recomputed).""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from musec.agents.core.conversation import TextBlock, ToolCallBlock, request_digest
+from musec.agents.core.events import (
+    AgentMessage,
+    AnyEvent,
+    ModelResponse,
+    ToolFinished,
+    UserMessage,
+)
 from musec.agents.loop import Agent
 from musec.agents.tools import default_tools
 from musec.agents.tools.base import ToolContext
@@ -24,17 +29,16 @@ def _agent(tmp: Path) -> Agent:
                  system_prompt='sys "messages":[] prompt', store_blob=_no_blob, session_id="s")
 
 
-def _event(kind: str, text: str, n: int) -> dict[str, Any]:
+def _event(kind: str, text: str, n: int) -> AnyEvent:
     match kind:
         case "user":
-            return {"type": "user_message", "agent": "main", "text": text}
+            return UserMessage(text=text)
         case "reply":
-            return {"type": "model_response", "agent": "main",
-                    "content": msgspec.to_builtins([TextBlock(text), ToolCallBlock(f"c{n}", "bash", {"command": text})])}
+            return ModelResponse(content=[TextBlock(text), ToolCallBlock(f"c{n}", "bash", {"command": text})])
         case "result":
-            return {"type": "tool_finished", "agent": "main", "call_id": f"c{n - 1}", "tool": "bash", "content": text}
+            return ToolFinished(call_id=f"c{n - 1}", tool="bash", content=text)
         case _:
-            return {"type": "agent_message", "to": "main", "from": "scout", "body": text}
+            return AgentMessage(agent="scout", to="main", from_="scout", body=text)
 
 
 @settings(max_examples=60, deadline=None)
