@@ -98,12 +98,16 @@ def cmd_replay(args: argparse.Namespace) -> Exit:
                      on_wait=_waiting("replaying"))
     if args.json:
         out_json({"session_id": r.session_id, "ok": r.ok, "events": r.events, "model_requests": r.model_requests,
-                  "turns": r.turns, "problems": r.problems, "next_request_digest": r.next_request_digest})
+                  "turns": r.turns, "problems": r.problems, "next_request_digest": r.next_request_digest,
+                  "redacted_requests": r.redacted_requests})
     else:
         verdict = "every request re-derived byte for byte" if r.ok else "MISMATCH"
         out(f"{r.session_id}: {r.events} events, {r.turns} turns, {r.model_requests} model requests: {verdict}")
         for problem in r.problems:
             out(f"  {problem}")
+        if r.redacted_requests:
+            out(f"  {r.redacted_requests} request(s) held text the log redacts (a secret or key-shaped text); "
+                "they cannot be rebuilt from the log and were not compared")
         out(f"next request digest: {r.next_request_digest}")
     return OK if r.ok else for_condition(Condition.REPLAY_MISMATCH)
 

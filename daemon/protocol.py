@@ -503,7 +503,12 @@ class VerifyResult(_Msg, tag="verify_result"):
 
 
 class ReplayResult(_Msg, tag="replay_result"):
-    """What replay rebuilt: ``ok`` when every logged request digest was re-derived."""
+    """What replay rebuilt: ``ok`` when every logged request digest was re-derived.
+
+    ``redacted_requests`` counts requests that held text the log redacts (a secret, a
+    key-shaped string): what was sent is exact, the log holds it redacted, so those
+    requests cannot be rebuilt byte for byte and are not counted as problems.
+    """
 
     id: int
     session_id: str
@@ -513,6 +518,7 @@ class ReplayResult(_Msg, tag="replay_result"):
     turns: int
     problems: list[str] = []
     next_request_digest: str = ""
+    redacted_requests: int = 0
 
 
 class ModelInfo(msgspec.Struct, frozen=True):

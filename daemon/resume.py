@@ -247,7 +247,7 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
             agents[ev.agent] = agent
         return agents[ev.agent]
 
-    requests = 0
+    requests = redacted = 0
     digests: dict[str, PrefixDigest] = {}
     for ev in events:
         if isinstance(ev, ModelRequest):
@@ -255,14 +255,26 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
             requests += 1
             digest = digests.setdefault(ev.agent, PrefixDigest()).digest(agent)
             if digest != ev.digest and request_digest(agent.build_request()) != ev.digest:
-                problems.append(f"seq {ev.seq}: the rebuilt request differs from the one the live run sent")
+                if _REDACTED_MARK in _request_bytes(agent):
+                    redacted += 1  # the live request held what the log redacts: it cannot match
+                else:
+                    problems.append(f"seq {ev.seq}: the rebuilt request differs from the one the live run sent")
         for agent in agents.values():
             agent.history.apply(ev)
     main = agents.get("main")
     next_digest = request_digest(main.build_request()) if main else ""
     turns = sum(1 for ev in events if isinstance(ev, ModelResponse))
     return p.ReplayResult(id=request_id, session_id=sid, ok=not problems, events=len(events), model_requests=requests,
-                          turns=turns, problems=problems, next_request_digest=next_digest)
+                          turns=turns, problems=problems, next_request_digest=next_digest, redacted_requests=redacted)
+
+
+_REDACTED_MARK = b"[REDACTED]"  # what daemon.eventlog.Redactor writes in place of a secret
+
+
+def _request_bytes(agent: Any) -> bytes:
+    import msgspec
+
+    return msgspec.json.encode(agent.build_request())
 
 
 class PrefixDigest:

@@ -125,10 +125,12 @@ def test_a_session_on_a_hostile_repository(musec: Musec, hostile: Path, tmp_path
     assert "b/y.txt" not in status and not (hostile / "b" / "y.txt").exists()  # still sparse
     assert "S b/y.txt" in git(hostile, "ls-files", "-t")
     assert musec("log", "verify", sid).returncode == 0
-    assert musec.json("replay", sid, "--json")["ok"]
+    replayed = musec.json("replay", sid, "--json")
+    # The key-shaped text the agent read is exact in what ran and redacted in the log: the
+    # requests after it are said to be not comparable, never a mismatch.
+    assert replayed["ok"] and replayed["redacted_requests"] >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 case 1: key-shaped text is redacted in what runs (not fixed yet)")
 def test_key_shaped_text_is_written_as_the_model_sent_it(musec: Musec, hostile: Path, tmp_path: Path) -> None:
     script = tmp_path / "keys.json"
     script.write_text(json.dumps({"turns": [[{"tool": "write_file", "input": {"path": "a/secret.py", "content": KEYISH}}],
