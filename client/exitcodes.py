@@ -76,6 +76,7 @@ class Condition(enum.Enum):
     REPLAY_MISMATCH = "replay_mismatch"
     CHECKS_FAILED = "checks_failed"  # `musec doctor`, the demo's tests
     INTERRUPTED = "interrupted"  # Ctrl-C
+    INTERNAL = "internal"  # a fault of the client itself, reported in one line
 
 
 FOR_CONDITION: dict[Condition, Exit] = {
@@ -91,6 +92,7 @@ FOR_CONDITION: dict[Condition, Exit] = {
     Condition.REPLAY_MISMATCH: Exit.GOAL_UNMET,
     Condition.CHECKS_FAILED: Exit.GOAL_UNMET,
     Condition.INTERRUPTED: Exit.INTERRUPTED,
+    Condition.INTERNAL: Exit.GOAL_UNMET,
 }
 
 
