@@ -77,6 +77,7 @@ class Condition(enum.Enum):
     CHECKS_FAILED = "checks_failed"  # `musec doctor`, the demo's tests
     INTERRUPTED = "interrupted"  # Ctrl-C
     INTERNAL = "internal"  # a fault of the client itself, reported in one line
+    SETUP_FAILED = "setup_failed"  # an install the client ran failed (Harbor's venv)
 
 
 FOR_CONDITION: dict[Condition, Exit] = {
@@ -93,6 +94,7 @@ FOR_CONDITION: dict[Condition, Exit] = {
     Condition.CHECKS_FAILED: Exit.GOAL_UNMET,
     Condition.INTERRUPTED: Exit.INTERRUPTED,
     Condition.INTERNAL: Exit.GOAL_UNMET,
+    Condition.SETUP_FAILED: Exit.GOAL_UNMET,
 }
 
 
