@@ -49,6 +49,16 @@ class NeedsApproval(AgentError):
     """A call needs a person's yes and nobody can give it (a headless run)."""
 
 
+def how_to_approve(verdict: Verdict, mode: str) -> str:
+    """What a headless run stopped for approval can do, by what asked: the approval mode
+    (another mode), or a rule (``--approval never`` is the mode that does not ask for rules)."""
+    if verdict.source == "mode":
+        return f"approval mode {mode} asks for it: run interactively, or with --approval auto"
+    why = f" ({verdict.origin})" if verdict.origin else ""
+    return (f"the {verdict.source} rule ask {verdict.rule}{why} asks for it: run interactively, or with "
+            "--approval never (rules' asks are skipped; the sandbox is the only boundary)")
+
+
 # ``ask(agent_id, call, tool) -> (decision, by)``: decision is allow/deny/always;
 # raises NeedsApproval when no person can answer.
 AskApproval = Callable[[str, ToolCallBlock, Tool], Awaitable[tuple[str, str]]]
@@ -244,7 +254,10 @@ class Agent:
         if verdict.decision == "ask":
             self.record(ev.ApprovalRequested(call_id=call.id, tool=call.name, input=call.input,
                                              rule=verdict.rule, source=verdict.source))
-            answer, by = await self._ask(self.agent_id, call, tool)
+            try:
+                answer, by = await self._ask(self.agent_id, call, tool)
+            except NeedsApproval as exc:
+                raise NeedsApproval(f"{exc}; {how_to_approve(verdict, self.approval_mode)}") from None
             saved = self.policy.remember(described) if answer == "always" else {}
             self.record(ev.ApprovalResolved(call_id=call.id, decision=answer, by=by, **saved))
             verdict = Verdict("deny" if answer == "deny" else "allow", verdict.rule, "person")

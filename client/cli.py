@@ -70,3 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`musec log ID | head`): stop quietly, as cat does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return int(OK)
+    except Exception as exc:  # noqa: BLE001 - the last guard: one line, never a traceback
+        if os.environ.get("MUSEC_DEBUG"):
+            raise
+        err(f"musec: unexpected {type(exc).__name__}: {exc} (a fault in musec; run again with MUSEC_DEBUG=1 "
+            "for the traceback and report it)")
+        return int(for_condition(Condition.INTERNAL))

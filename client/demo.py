@@ -76,6 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         out(f"kept the example at {repo_dir}")
     else:
         shutil.rmtree(tmp, ignore_errors=True)
+        out("the example's folder is deleted, so its session cannot be resumed; `musec demo --keep` keeps it")
     if code != OK:
         return code
     return OK if ok else for_condition(Condition.CHECKS_FAILED)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 from musec.daemon import protocol as p
 
@@ -42,6 +44,15 @@ def _extensions() -> list[tuple[str, bool, str]]:
     return [("extensions", True, line) for line in lines] or [("extensions", True, "none (no AGENTS.md, skills, hooks or MCP servers)")]
 
 
+def _ripgrep() -> str | None:
+    """Where the tools will find ``rg``: on ``PATH``, else beside this Python (the PyPI
+    ``ripgrep`` wheel installs it into the virtual environment's ``bin``, which a venv that
+    is not activated leaves off ``PATH``). The tools' own lookup is
+    ``agents.tools.search.find_ripgrep``, which the client may not import."""
+    beside = Path(sys.executable).parent / "rg"
+    return shutil.which("rg") or (str(beside) if os.access(beside, os.X_OK) else None)
+
+
 def cmd_doctor() -> Exit:
     """Print one line per check; exit 1 when one fails."""
     checks: list[tuple[str, bool, str]] = []
@@ -51,7 +62,7 @@ def cmd_doctor() -> Exit:
     else:
         ok, msg = _bwrap()
         checks.append(("sandbox", ok, msg))
-    rg = shutil.which("rg")
+    rg = _ripgrep()
     checks.append(("ripgrep", rg is not None, rg or "ripgrep (rg) is missing: `pip install ripgrep==14.1.0` or `apt-get install ripgrep`"))
     git = shutil.which("git")
     checks.append(("git", True, git or "git CLI not found (musec uses pygit2; the CLI is optional)"))

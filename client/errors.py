@@ -24,6 +24,12 @@ class UsageError(ClientError):
     condition = Condition.USAGE
 
 
+class SetupFailed(ClientError):
+    """Something the client installs for a command (Harbor's venv) could not be installed."""
+
+    condition = Condition.SETUP_FAILED
+
+
 class MessageTooLarge(ClientError):
     """A request (a task, a message) is over the wire's frame limit."""
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from musec.daemon import protocol as p
 
-from .errors import UsageError
+from .errors import SetupFailed, UsageError
 from .exitcodes import OK, Condition, for_condition
 from .output import err, out
 
@@ -143,13 +143,21 @@ def find_python312() -> str | None:
 
 
 def _musec_spec() -> str:
-    """What to pip-install for ``musec[eval]``: this checkout (editable) or this version."""
+    """What to pip-install for ``musec[eval]``: where this musec came from (PEP 610's
+    ``direct_url.json``): the checkout (editable when this one is), the local wheel or
+    archive, else this version from the package index."""
     from importlib.metadata import distribution
+    from urllib.parse import unquote, urlparse
 
     dist = distribution("musec")
     info = json.loads(dist.read_text("direct_url.json") or "{}")
-    if (info.get("dir_info") or {}).get("editable") and str(info.get("url", "")).startswith("file://"):
-        return "-e " + info["url"].removeprefix("file://") + "[eval]"
+    url = urlparse(str(info.get("url", "")))
+    local = unquote(url.path) if url.scheme == "file" else ""
+    if local and os.path.exists(local):
+        if "dir_info" in info:
+            editable = "-e " if (info.get("dir_info") or {}).get("editable") else ""
+            return f"{editable}{local}[eval]"
+        return f"musec[eval] @ file://{url.path}"
     return f"musec[eval]=={dist.version}"
 
 
@@ -157,23 +165,29 @@ def ensure_venv(venv: Path) -> Path:
     """Harbor's venv, created and filled when missing (minutes: Harbor is ~470 MB).
 
     Raises:
-        UsageError: no Python >= 3.12 to create it with, or the install failed.
+        UsageError: no Python >= 3.12 to create it with.
+        SetupFailed: the install failed (a venv this call created is removed again).
     """
     python = venv / "bin" / "python"
     probe = [str(python), "-c", "import musec.harbor.agent, harbor"]
     if python.exists() and subprocess.run(probe, capture_output=True, env=_env()).returncode == 0:
         return venv
-    if not python.exists():
+    created = not python.exists()
+    if created:
         base = find_python312()
         if base is None:
             raise UsageError(f"Harbor needs Python >= 3.12 and none was found; install one (e.g. `pyenv install 3.12`) "
                              f"or give a venv with Harbor {HARBOR_VERSION} and musec[eval] (--harbor-venv)")
         err(f"musec: creating Harbor's venv at {venv} (Harbor {HARBOR_VERSION}, about 470 MB)")
         subprocess.run([base, "-m", "venv", str(venv)], check=True)
-    spec = _musec_spec().split(" ")
-    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", *spec, f"harbor=={HARBOR_VERSION}"], env=_env())
+    spec = _musec_spec()
+    spec_args = ["-e", spec.removeprefix("-e ")] if spec.startswith("-e ") else [spec]
+    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", *spec_args, f"harbor=={HARBOR_VERSION}"], env=_env())
     if proc.returncode != 0 or subprocess.run(probe, capture_output=True, env=_env()).returncode != 0:
-        raise UsageError(f"could not install Harbor {HARBOR_VERSION} and musec into {venv}; see pip's output above")
+        if created:
+            shutil.rmtree(venv, ignore_errors=True)  # never a half-built venv taken for a good one later
+        raise SetupFailed(f"could not install Harbor {HARBOR_VERSION} and {spec} into {venv}; see pip's output "
+                          "above (or give a ready venv with --harbor-venv)")
     return venv
 
 

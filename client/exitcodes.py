@@ -76,6 +76,8 @@ class Condition(enum.Enum):
     REPLAY_MISMATCH = "replay_mismatch"
     CHECKS_FAILED = "checks_failed"  # `musec doctor`, the demo's tests
     INTERRUPTED = "interrupted"  # Ctrl-C
+    INTERNAL = "internal"  # a fault of the client itself, reported in one line
+    SETUP_FAILED = "setup_failed"  # an install the client ran failed (Harbor's venv)
 
 
 FOR_CONDITION: dict[Condition, Exit] = {
@@ -91,6 +93,8 @@ FOR_CONDITION: dict[Condition, Exit] = {
     Condition.REPLAY_MISMATCH: Exit.GOAL_UNMET,
     Condition.CHECKS_FAILED: Exit.GOAL_UNMET,
     Condition.INTERRUPTED: Exit.INTERRUPTED,
+    Condition.INTERNAL: Exit.GOAL_UNMET,
+    Condition.SETUP_FAILED: Exit.GOAL_UNMET,
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,15 @@ def cmd_kernels(args: argparse.Namespace) -> Exit:
     out(f"{'#':>4} {'calls':>6} {'status':<9} {'speedup':>8} {'cand us':>10} {'base us':>10}  candidate / reason")
     for e in board:
         out(_row(e))
-    last = [e for e in events if e.get("type") == "kernel_evaluated"][-1]
-    out(f"branch: {last.get('branch', '')}\nCSV: {last.get('csv_path', '')}\nplot: {last.get('plot_path', '')}")
+    evaluated = [e for e in events if e.get("type") == "kernel_evaluated"]
+    last = evaluated[-1]
+    # Only what is there: the branch once a candidate was committed on it (a workspace that
+    # is not a git repository has none), the files the daemon wrote.
+    if any(e.get("commit") for e in evaluated):
+        out(f"branch: {last.get('branch', '')}")
+    else:
+        out("branch: none (no candidate committed; the workspace must be a git repository)")
+    for what in ("csv_path", "plot_path"):
+        path = str(last.get(what) or "")
+        out(f"{what.removesuffix('_path').replace('csv', 'CSV')}: {path if path and os.path.exists(path) else 'not written'}")
     return OK

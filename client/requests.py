@@ -56,7 +56,12 @@ def resolve_model(model: str | None) -> str:
 
 def resolve_workspace(workspace: str | None) -> str:
     """``--workspace`` or the current directory, absolute. Raises ``UsageError``."""
-    path = Path(workspace or os.getcwd()).expanduser()
+    if not workspace:
+        try:
+            workspace = os.getcwd()
+        except FileNotFoundError:
+            raise UsageError("the current directory no longer exists; cd to one that does or pass --workspace DIR") from None
+    path = Path(workspace).expanduser()
     if not path.is_dir():
         raise UsageError(f"workspace {path} is not a directory")
     return str(path.resolve())

@@ -94,12 +94,25 @@ def status(as_json: bool) -> Exit:
 
 
 def _unit_text(package: str, name: str) -> str:
+    """A systemd unit for this install: the daemon run by this Python, with this shell's
+    ``MUSEC_HOME``/``MUSEC_SOCKET``, listening on the very socket path the client will look
+    for (``protocol.socket_path``); ``%t`` (systemd's runtime directory) only when that path
+    is the default one under ``$XDG_RUNTIME_DIR``. ``%`` is escaped as unit files need."""
     text = resources.files(package).joinpath(name).read_text()
     exec_line = f"{sys.executable} -m musec.daemon"
     text = text.replace("/usr/bin/env musec daemon run", exec_line)
-    if os.environ.get("MUSEC_HOME"):
-        text = text.replace("# Environment=MUSEC_HOME=", f"Environment=MUSEC_HOME={os.environ['MUSEC_HOME']}\n# ")
+    env = [f"Environment={k}={_unit_escape(os.environ[k])}\n" for k in ("MUSEC_HOME", "MUSEC_SOCKET") if os.environ.get(k)]
+    if env:
+        text = text.replace("# Environment=MUSEC_HOME=\n", "".join(env))
+    sock = p.socket_path()
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if not (runtime and sock == Path(runtime) / "musec" / "musecd.sock"):
+        text = text.replace("ListenStream=%t/musec/musecd.sock", f"ListenStream={_unit_escape(str(sock))}")
     return text
+
+
+def _unit_escape(value: str) -> str:
+    return value.replace("%", "%%")
 
 
 def install() -> Exit:
@@ -117,7 +130,7 @@ def install() -> Exit:
     base.mkdir(parents=True, exist_ok=True)
     for name in ("musecd.service", "musecd.socket"):
         (base / name).write_text(_unit_text("musec.systemd", name))
-    out(f"installed {base / 'musecd.service'} and {base / 'musecd.socket'}")
+    out(f"installed {base / 'musecd.service'} and {base / 'musecd.socket'} (socket {p.socket_path()})")
     if shutil.which("systemctl"):
         out("enable them with: systemctl --user daemon-reload && systemctl --user enable --now musecd.socket")
     return OK

@@ -152,6 +152,9 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
     elog, report = EventLog.open(path, secrets=secrets_, faults=deps.faults)
     try:
         started = first_event(path)
+        if not Path(started.workspace).is_dir():
+            raise BadRequest(f"the workspace {started.workspace} of session {sid} no longer exists; restore it "
+                             f"to go on (`musec log {sid}` shows what the session did)")
         session = Session(sid, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
         session.resumed_at_seq = report.events
         from musec.agents.blackboard import Blackboard

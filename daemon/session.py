@@ -219,7 +219,7 @@ class Session:
 
         if not self.interactive:
             summary = msgspec.json.encode(call.input).decode()[:120]
-            raise NeedsApproval(f"{call.name}({summary}) [call {call.id}] needs approval; run interactively or with --approval auto")
+            raise NeedsApproval(f"{call.name}({summary}) [call {call.id}] needs approval")
         pending = PendingApproval(call.id, call.name)
         self.approvals[call.id] = pending
         try:

@@ -21,6 +21,7 @@ import msgspec
 
 from ..core.events import KernelEvaluated
 from .campaign import Campaign
+from .errors import SpecError
 from .evaluate import Evaluation
 from .leaderboard import Entry
 from .spec import CampaignSpec, load_spec
@@ -46,6 +47,17 @@ def evaluated_event(entry: Entry, campaign: Campaign) -> KernelEvaluated:
 def entry_of(event: KernelEvaluated) -> Entry:
     """The leaderboard entry a ``kernel_evaluated`` event records (its ``evaluation`` field)."""
     return Entry(event.n, msgspec.convert(event.evaluation, Evaluation), event.commit)
+
+
+KERNEL_MODULES = ("torch", "triton", "numpy", "matplotlib")
+"""What the evaluation child and the plot import (the ``kernels`` extra)."""
+
+
+def missing_dependencies() -> list[str]:
+    """The modules of ``KERNEL_MODULES`` this Python cannot import (found, not imported)."""
+    import importlib.util
+
+    return [name for name in KERNEL_MODULES if importlib.util.find_spec(name) is None]
 
 
 def start_campaign(
@@ -77,6 +89,10 @@ def start_campaign(
     Raises:
         SpecError: the spec cannot be used (one line saying what to fix).
     """
+    missing = missing_dependencies()
+    if missing:
+        raise SpecError(f"a kernel campaign needs {', '.join(missing)}, not installed beside musec: "
+                        "pip install 'musec[kernels]' (on a machine without a GPU, install a CPU torch first)")
     spec = spec if isinstance(spec, CampaignSpec) else load_spec(spec)
     campaign = Campaign(spec, workspace, out_dir)
     if started_at is not None:

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from ..workers.testcmd import TestCommand
 
-__all__ = ["MAX_SNAPSHOT_BYTES", "MAX_SNAPSHOT_FILES", "list_files", "narrow_test_command", "snapshot_tree"]
+__all__ = ["MAX_SNAPSHOT_BYTES", "MAX_SNAPSHOT_FILES", "is_text", "list_files", "narrow_test_command", "snapshot_tree"]
 
 MAX_SNAPSHOT_FILES = 20_000
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
@@ -36,7 +36,11 @@ _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
 def list_files(root: Path) -> list[str]:
     """The files under ``root`` ripgrep would search (hidden ones included; ``.git`` and
     ignored files left out), as POSIX paths relative to ``root``, sorted; empty when
-    ripgrep is missing or fails."""
+    ripgrep is missing or fails.
+
+    Names are decoded as the filesystem's (``os.fsdecode``): one that is not UTF-8 keeps its
+    bytes as lone surrogates, so ``root / name`` opens it, but such a name must not reach a
+    log or the wire as it is (see ``is_text``)."""
     from musec.agents.tools.search import find_ripgrep
 
     rg = find_ripgrep()
@@ -44,10 +48,20 @@ def list_files(root: Path) -> list[str]:
         return []
     try:
         proc = subprocess.run([rg, "--files", "--hidden", "--no-require-git", "--glob", "!.git"], cwd=root,
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return sorted(proc.stdout.splitlines())
+    return sorted(os.fsdecode(line) for line in proc.stdout.splitlines())
+
+
+def is_text(name: str) -> bool:
+    """Whether ``name`` is valid text (no lone surrogate from undecodable bytes), so it can
+    be written to the log, the wire or a command line that is logged."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def snapshot_tree(root: Path, dest: Path) -> bool:
@@ -123,7 +137,8 @@ def narrow_test_command(command: TestCommand, root: Path, changed: Iterable[str]
     modules.discard("__init__")
     if modules:
         word = re.compile(r"\b(" + "|".join(re.escape(m) for m in sorted(modules)) + r")\b")
-        tests = [p for p in list_files(root) if is_test_file(p) and p.endswith(".py")][:MAX_TEST_FILES_SCANNED]
+        tests = [p for p in list_files(root)
+                 if is_test_file(p) and p.endswith(".py") and is_text(p)][:MAX_TEST_FILES_SCANNED]
         for path in tests:
             if path in targets:
                 continue

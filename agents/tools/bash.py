@@ -19,6 +19,7 @@ from ..core.conversation import ToolSpec
 from .base import Access, SandboxPolicy, ToolContext, ToolInputError, ToolOutput
 from .common import error_output, get_number, get_str
 from .errors import SandboxUnavailable
+from .paths import workspace_gone
 from .procs import OutputBuffer, ProcessExit, run_process_group
 from .sandbox import (
     BWRAP_INSTALL_HINT,
@@ -113,6 +114,8 @@ class BashTool:
                 kill_grace_s=self._kill_grace_s,
             )
         except OSError as exc:
+            if not os.path.isdir(ctx.workspace):
+                return error_output(workspace_gone(ctx.workspace))
             return error_output(
                 f"the command did not run: cannot start {argv[0]} ({exc.strerror or exc})"
             )

@@ -22,6 +22,7 @@ __all__ = [
     "is_within",
     "resolve_tool_path",
     "unescape_bytes",
+    "workspace_gone",
 ]
 
 
@@ -51,7 +52,8 @@ def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path") -> P
     Raises:
         ToolInputError: ``raw`` is not a non-empty string.
         PathRefused: the path leads outside the allowed roots, through ``..``, as an
-            absolute path, or through a symlink; the message says which.
+            absolute path, or through a symlink, or the workspace no longer exists; the
+            message says which.
     """
     if not isinstance(raw, str) or not raw.strip():
         raise ToolInputError(
@@ -61,6 +63,8 @@ def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path") -> P
         raise ToolInputError(f"`{what}` contains a NUL byte; give a plain path")
     roots = allowed_roots(ctx)
     workspace = roots[0]
+    if not os.path.isdir(workspace):
+        raise PathRefused(workspace_gone(workspace))
     raw = _unescape_bytes(raw, workspace)
     raw = _home(raw, ctx, what)
     joined = os.path.join(workspace, raw)  # an absolute raw replaces the workspace
@@ -78,6 +82,13 @@ def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path") -> P
             "use a path inside the workspace"
         )
     return Path(resolved)
+
+
+def workspace_gone(workspace: str | os.PathLike[str]) -> str:
+    """The one message for a workspace directory that no longer exists (deleted while the
+    session was away): nothing is written there, and no directory is made again in its place."""
+    return (f"the workspace {workspace} no longer exists (deleted or moved); nothing was done. "
+            "Tell the person; they can restore it or start a session where the work now is")
 
 
 _BYTE_ESCAPE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")

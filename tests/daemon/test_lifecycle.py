@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import Musec
+from tests.conftest import BIN, Musec
 
 
 def _gone(pid: int) -> bool:
@@ -74,8 +74,18 @@ def test_daemon_install_writes_user_units(musec: Musec, tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     unit = (tmp_path / "systemd" / "user" / "musecd.service").read_text()
     assert f"ExecStart={Path(sys.executable).parent}/python" in unit and " -m musec.daemon" in unit
-    assert f"Environment=MUSEC_HOME={musec.home}" in unit
-    assert "ListenStream=%t/musec/musecd.sock" in (tmp_path / "systemd" / "user" / "musecd.socket").read_text()
+    assert f"Environment=MUSEC_HOME={musec.home}\n" in unit and "\n# \n" not in unit
+    # The unit listens where the client (with the same MUSEC_HOME) looks for the daemon.
+    assert f"ListenStream={musec.home}/run/musecd.sock\n" in (tmp_path / "systemd" / "user" / "musecd.socket").read_text()
+
+
+def test_daemon_install_without_musec_home_listens_in_the_runtime_directory(musec: Musec, tmp_path) -> None:
+    env = {k: v for k, v in musec.env.items() if k != "MUSEC_HOME"}
+    env.update(XDG_CONFIG_HOME=str(tmp_path), HOME=str(tmp_path), XDG_RUNTIME_DIR=str(tmp_path / "run"))
+    proc = subprocess.run([str(BIN / "musec"), "daemon", "install"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "ListenStream=%t/musec/musecd.sock\n" in (tmp_path / "systemd" / "user" / "musecd.socket").read_text()
+    assert "# Environment=MUSEC_HOME=\n" in (tmp_path / "systemd" / "user" / "musecd.service").read_text()
 
 
 def test_log_of_unknown_session_is_a_clear_error(musec: Musec) -> None:
@@ -86,7 +96,6 @@ def test_log_of_unknown_session_is_a_clear_error(musec: Musec) -> None:
 def test_daemon_run_becomes_the_daemon_without_importing_it_into_the_client(musec: Musec) -> None:
     """``musec daemon run`` replaces the client process (same pid): the client never
     imports the daemon, and a service manager supervises the daemon itself."""
-    from tests.conftest import BIN
 
     proc = subprocess.Popen([str(BIN / "musec"), "daemon", "run"], env=musec.env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -102,6 +102,8 @@ def test_cpu_campaign_end_to_end_with_kill_and_resume(musec: Musec, tmp_path: Pa
     rows = board.stdout.splitlines()
     assert rows[1].split()[:3] == ["3", str(faster["tool_calls"]), "correct"]
     assert [r for r in rows if r.split()[0] in ("1", "2")] == [r for r in board_before.splitlines() if r.split()[0] in ("1", "2")]
+    assert "branch: musec/kernel-opt/cpu-example\n" in board.stdout
+    assert f"plot: {faster['plot_path']}\n" in board.stdout and f"CSV: {faster['csv_path']}\n" in board.stdout
     as_json = musec.json("kernels", sid, "--json")
     assert [e["n"] for e in as_json] == [3, 1, 2] and as_json[0]["shapes"][0]["ok"] is True
     # The plot and the CSV beside it.
