@@ -55,6 +55,24 @@ class ProviderBadRequest(ProviderError):
     """The provider refused the request as malformed (HTTP 400/404/422)."""
 
 
+class ContextOverflow(ProviderBadRequest):
+    """The request is longer than the model's context window (Anthropic "prompt is too
+    long", OpenAI ``context_length_exceeded``), answered over HTTP or in the stream.
+
+    One kind for every provider, so the agent loop answers it one way: compact the history
+    and try once more. Never retried as is (the same request fails the same way).
+
+    Attributes:
+        tokens: the request's size in tokens as the provider counted it, when it said.
+        limit: the window (or the input limit) in tokens, when it said.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, tokens: int | None = None, limit: int | None = None):
+        super().__init__(message, status=status)
+        self.tokens = tokens
+        self.limit = limit
+
+
 class MissingCredentials(ProviderError):
     """No API key for the chosen provider was passed by the client."""
 

@@ -45,6 +45,7 @@ from musec.agents.core.errors import (
 
 from .base import OnDelta, TextDelta
 from .http import StreamingHTTPProvider
+from .overflow import overflow_error
 from .quota import quota_error
 from .sse import SSEEvent, post_sse
 
@@ -146,6 +147,9 @@ def _stream_error(data: dict[str, Any], request_id: str | None) -> ProviderError
     quota = quota_error("anthropic", None, {}, error, request_id=request_id)
     if quota is not None:
         return quota
+    overflow = overflow_error("anthropic", None, error, request_id=request_id)
+    if overflow is not None:
+        return overflow
     if kind in ("overloaded_error", "api_error", "rate_limit_error", "timeout_error"):
         return ProviderOverloaded(message)
     if kind in ("authentication_error", "permission_error"):

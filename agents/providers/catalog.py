@@ -53,8 +53,8 @@ _LIMIT_KEYS = (
 )
 _DEFAULT_SOURCE = "catalog_default.toml"
 _INT_KEYS = ("context_window_tokens", "max_output_tokens", *_LIMIT_KEYS)
-_STR_KEYS = ("provider", "model", "base_url")
-_KNOWN_KEYS = frozenset({*_PRICE_KEYS, *_INT_KEYS, *_STR_KEYS, "trains_on_data"})
+_STR_KEYS = ("provider", "model", "base_url", "compact_model")
+_KNOWN_KEYS = frozenset({*_PRICE_KEYS, *_INT_KEYS, *_STR_KEYS, "trains_on_data", "compact_at"})
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,10 @@ class CatalogEntry:
         trains_on_data: the tier may use prompts for training.
         rate_limits: per-minute limits, fields ``None`` when unknown.
         aliases: the aliases that name this entry.
+        compact_at: compact a history once a request would fill this share of
+            ``context_window_tokens`` (0 < x <= 1); ``None``: musec's default (0.85).
+        compact_model: the model id that writes this model's compaction summaries
+            (a cheaper one); ``None``: the model itself.
     """
 
     id: str
@@ -116,6 +120,8 @@ class CatalogEntry:
     trains_on_data: bool = False
     rate_limits: RateLimits = field(default_factory=RateLimits)
     aliases: tuple[str, ...] = ()
+    compact_at: float | None = None
+    compact_model: str | None = None
 
     def cost_usd(self, usage: Usage) -> float:
         """The dollar cost of one call's ``usage`` at list price; 0.0 without prices.
@@ -239,6 +245,10 @@ def _entry(
             f"{source}: models.{model_id!r} needs both input_usd_per_mtok and output_usd_per_mtok"
         )
     ints = {key: _value(model_id, table, key, int) for key in _INT_KEYS}
+    compact_at = _value(model_id, table, "compact_at", float)
+    if compact_at is not None and not 0 < compact_at <= 1:
+        raise CatalogError(f"{table['compact_at'][0]}: models.{model_id!r}.compact_at must be a share of the window "
+                           f"above 0 and at most 1 (0.85 is 85%), got {compact_at!r}")
     strs = {key: _value(model_id, table, key, str) for key in _STR_KEYS}
     return CatalogEntry(
         id=model_id,
@@ -252,6 +262,8 @@ def _entry(
         rate_limits=RateLimits(**{key: ints[key] for key in _LIMIT_KEYS},
                                configured=any(table[k][0] != _DEFAULT_SOURCE for k in _LIMIT_KEYS if k in table)),
         aliases=aliases,
+        compact_at=compact_at,
+        compact_model=strs["compact_model"],
     )
 
 

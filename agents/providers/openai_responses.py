@@ -59,6 +59,7 @@ from musec.agents.core.errors import (
 from .arguments import parse_arguments
 from .base import OnDelta, TextDelta
 from .http import StreamingHTTPProvider
+from .overflow import overflow_error
 from .quota import quota_error
 from .sse import SSEEvent, post_sse
 
@@ -208,6 +209,9 @@ def stream_error(
     quota = quota_error(provider, None, {}, error, request_id=request_id)
     if quota is not None:
         return quota
+    overflow = overflow_error(provider, None, error, request_id=request_id)
+    if overflow is not None:
+        return overflow
     if code in _RETRYABLE_CODES:
         return ProviderOverloaded(message)
     if code in _AUTH_CODES:

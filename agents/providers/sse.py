@@ -26,6 +26,7 @@ from musec.agents.core.errors import (
     ProviderUnreachable,
 )
 
+from .overflow import overflow_error
 from .quota import quota_error
 from .retry import parse_retry_after
 
@@ -82,7 +83,8 @@ def error_from_response(
 
     An exhausted quota (``quota.quota_error``: OpenAI ``insufficient_quota``, an
     Anthropic spend or plan limit) -> ``QuotaExhausted``, never retried, whatever the
-    status; otherwise 401/403 -> ``ProviderAuthError``; 400/404/413/422 -> ``ProviderBadRequest``;
+    status; a request over the model's window (``overflow.overflow_error``) ->
+    ``ContextOverflow``; otherwise 401/403 -> ``ProviderAuthError``; 400/404/413/422 -> ``ProviderBadRequest``;
     408/409/429/5xx (529 included) -> ``ProviderOverloaded`` carrying the server's
     ``retry-after`` in ``retry_after_s``; any other status -> ``ProviderError``.
     The message holds the status, the API's error type and message, and the request id.
@@ -92,6 +94,9 @@ def error_from_response(
     quota = quota_error(provider, status, headers, error, request_id=request_id)
     if quota is not None:
         return quota
+    overflow = overflow_error(provider, status, error, request_id=request_id)
+    if overflow is not None:
+        return overflow
     message = f"{provider} HTTP {status}: {_error_detail(body, error)}"
     if request_id:
         message += f" (request-id {request_id})"

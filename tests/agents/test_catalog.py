@@ -99,6 +99,16 @@ trains_on_data = true
     assert load_catalog(None).resolve("sonnet").id == "anthropic/claude-sonnet-4-6"
 
 
+def test_compaction_settings_per_model(tmp_path):
+    (tmp_path / "models.toml").write_text(
+        '[models."anthropic/claude-test"]\ncontext_window_tokens = 200_000\ncompact_at = 0.5\n'
+        'compact_model = "anthropic/claude-haiku-4-5"\n', encoding="utf-8")
+    entry = load_catalog(tmp_path).resolve("anthropic/claude-test")
+    assert (entry.context_window_tokens, entry.compact_at, entry.compact_model) == (200_000, 0.5, "anthropic/claude-haiku-4-5")
+    default = load_catalog(tmp_path).resolve("sonnet")
+    assert default.compact_at is None and default.compact_model is None
+
+
 def test_missing_user_file_is_fine(tmp_path):
     assert load_catalog(tmp_path / "nowhere").resolve("haiku").model == "claude-haiku-4-5"
 
@@ -112,6 +122,8 @@ def test_missing_user_file_is_fine(tmp_path):
         ('[models."a/b"]\ncontext_window_tokens = -1\n', "context_window_tokens must be"),
         ('[models."a/b"]\ninput_usd_per_mtok = 1\n', "needs both"),
         ('[models."a/b"]\ntrains_on_data = "no"\n', "trains_on_data must be"),
+        ('[models."a/b"]\ncompact_at = 1.5\n', "compact_at must be a share"),
+        ('[models."a/b"]\ncompact_at = 0\n', "compact_at must be a share"),
         ("[aliases]\nx = 1\n", "aliases"),
         ("[other]\n", "unknown top-level"),
     ],

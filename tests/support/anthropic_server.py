@@ -40,6 +40,20 @@ The API:
   ``error_response(status, error_type, message, headers=None)``: a JSON error answer.
   ``end`` is ``"finish"`` (terminate the body), ``"close"`` (drop the connection
   mid-body) or ``"hang"`` (send, then go silent until the server stops).
+* A window (``AnthropicServer(window_tokens=200_000)``): the server counts each request's
+  tokens as ``ceil(len(body) / bytes_per_token)`` (``tokens``: every request's count, in
+  order) and answers a request over the window with the provider's overflow error
+  (``overflow_answer``: HTTP 400 "prompt is too long: N tokens > W maximum" here, 400
+  ``context_length_exceeded`` from ``OpenAIServer``), taking no queued answer;
+  ``refused`` counts them. ``overflow_in_stream=True`` sends it as an error event of a
+  200 stream instead. Without ``window_tokens`` nothing changes.
+* ``respond``: a function ``(request, tokens, cached_tokens) -> Answer`` that answers when
+  the queue is empty (a long scripted session computes each answer from the request).
+  ``cached_tokens`` is what a prefix cache would serve: the bytes this request shares from
+  the start with the one before it, in tokens (``cached``: every request's figure).
+* ``keep_bodies=False``: requests are recorded without ``body`` and ``raw_body`` (``None``
+  and ``b""``; a thousand 800 KB requests would fill the test's memory); ``respond`` still
+  sees each whole.
 * ``check_tool_pairing(requests)``: asserts that roles alternate starting with ``user``
   and that every ``tool_use`` is answered by a ``tool_result`` with the same id in the
   next user message (and no result answers nothing).
@@ -49,10 +63,11 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -182,6 +197,8 @@ def message(
     output_tokens: int = 5,
     fragments: int = 3,
     end: End = "finish",
+    cache_read_tokens: int = 0,
+    error_message: str | None = None,
 ) -> Answer:
     """A stream in the recorded format, one event per HTTP chunk.
 
@@ -190,12 +207,14 @@ def message(
     input is sent as an empty fragment then ``fragments`` pieces. ``stop_reason``
     defaults to ``tool_use`` when there is a tool call, else ``end_turn``. With
     ``error`` (e.g. ``"overloaded_error"``) the stream stops after the blocks' deltas
-    with an ``error`` event, as in ``anthropic/overloaded_error.sse``.
+    with an ``error`` event, as in ``anthropic/overloaded_error.sse`` (its message
+    ``error_message``, default the type). ``input_tokens`` is the uncached input and
+    ``cache_read_tokens`` the cached part, as the API reports them.
     """
     usage = {
         "input_tokens": input_tokens,
         "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_read_input_tokens": cache_read_tokens,
         "output_tokens": 1,
     }
     start = {
@@ -216,7 +235,7 @@ def message(
         if error is None:
             events.append({"type": "content_block_stop", "index": index})
     if error is not None:
-        events.append({"type": "error", "error": {"type": error, "message": error}})
+        events.append({"type": "error", "error": {"type": error, "message": error_message or error}})
     else:
         if stop_reason is None:
             has_tool = any(b["type"] == "tool_use" for b in blocks)
@@ -266,6 +285,18 @@ def check_tool_pairing(requests: Iterable[RecordedRequest]) -> None:
                 b["id"] for b in last if isinstance(b, dict) and b.get("type") == "tool_use"
             ]
             assert not dangling, f"request {r}: tool calls {dangling} are never answered"
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` (binary search over slices)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -337,7 +368,25 @@ class AnthropicServer:
     routes: tuple[str, ...] = ("/v1/messages",)
     request_id_header = "request-id"
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        window_tokens: int | None = None,
+        bytes_per_token: float = 4.0,
+        overflow_in_stream: bool = False,
+        respond: Callable[[RecordedRequest, int, int], Answer] | None = None,
+        keep_bodies: bool = True,
+    ) -> None:
+        self.window_tokens = window_tokens
+        self.bytes_per_token = bytes_per_token
+        self.overflow_in_stream = overflow_in_stream
+        self.respond = respond
+        self.keep_bodies = keep_bodies
+        self.tokens: list[int] = []  # each request's size, in the server's tokens
+        self.cached: list[int] = []  # of which a prefix cache would serve
+        self.refused = 0  # requests answered with the overflow error
+        self.errors: list[BaseException] = []  # raised by ``respond`` (the request got a 500)
+        self._previous_body = b""
         self.requests: list[RecordedRequest] = []
         self.received_at: list[float] = []  # time.monotonic() of each request
         self._answers: deque[Answer] = deque()
@@ -370,11 +419,45 @@ class AnthropicServer:
         with self._lock:
             return len(self._answers)
 
+    def count_tokens(self, raw_body: bytes) -> int:
+        """The server's token count of a request body: ``ceil(bytes / bytes_per_token)``."""
+        return math.ceil(len(raw_body) / self.bytes_per_token)
+
+    def overflow_answer(self, tokens: int) -> Answer:
+        """The provider's answer to a request over ``window_tokens`` (Anthropic's here)."""
+        text = f"prompt is too long: {tokens} tokens > {self.window_tokens} maximum"
+        if self.overflow_in_stream:
+            return message([], error="invalid_request_error", error_message=text)
+        return error_response(400, "invalid_request_error", text)
+
     def _take(self, request: RecordedRequest) -> tuple[Answer | None, int]:
+        raw_body = request.raw_body
+        tokens = self.count_tokens(raw_body)
         with self._lock:
+            shared = _common_prefix(self._previous_body, raw_body)
+            self._previous_body = raw_body
+            cached = math.floor(shared / self.bytes_per_token)
+            if not self.keep_bodies:
+                request = RecordedRequest(request.method, request.path, request.headers, None, b"")
             self.requests.append(request)
             self.received_at.append(time.monotonic())
-            return (self._answers.popleft() if self._answers else None), len(self.requests)
+            self.tokens.append(tokens)
+            self.cached.append(cached)
+            number = len(self.requests)
+            if self.window_tokens is not None and tokens > self.window_tokens:
+                self.refused += 1
+                return self.overflow_answer(tokens), number
+            if self._answers:
+                return self._answers.popleft(), number
+        if self.respond is None:
+            return None, number
+        try:
+            full = RecordedRequest(request.method, request.path, request.headers,
+                                   json.loads(raw_body) if raw_body else None, raw_body)
+            return self.respond(full, tokens, cached), number
+        except Exception as exc:  # the test reads ``errors``; the client sees a 500
+            self.errors.append(exc)
+            return error_response(500, "api_error", f"respond() failed: {type(exc).__name__}: {exc}"), number
 
     def __enter__(self) -> AnthropicServer:
         self._thread.start()

@@ -30,6 +30,9 @@ The API:
   ``{"id", "name", "arguments"}`` whose argument fragments are interleaved by index.
 * ``openai_error(status, code, message, *, type_=None, headers=None)``: an OpenAI
   JSON error answer.
+* ``OpenAIServer(window_tokens=...)`` and the other options of ``AnthropicServer``; over
+  the window it answers 400 ``context_length_exceeded`` (or, ``overflow_in_stream``, a
+  stream ending in ``response.failed`` with that code).
 * ``check_responses_pairing(requests)`` / ``check_chat_pairing(requests)``: every
   function call in a request's history is answered by an output with its call id, and
   no output answers nothing.
@@ -76,10 +79,17 @@ class OpenAIServer(AnthropicServer):
     routes = ("/v1/responses", "/v1/chat/completions", "/openai/responses", "/openai/v1/responses")
     request_id_header = "x-request-id"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self.endpoint = self.base_url
         self.base_url = f"{self.endpoint}/v1"
+
+    def overflow_answer(self, tokens: int) -> Answer:
+        """OpenAI's answer to a request over ``window_tokens``: ``context_length_exceeded``."""
+        text = "Your input exceeds the context window of this model. Please adjust your input and try again."
+        if self.overflow_in_stream:
+            return responses_stream([], error="context_length_exceeded", error_message=text)
+        return openai_error(400, "context_length_exceeded", text, type_="invalid_request_error")
 
 
 def openai_error(
@@ -139,8 +149,10 @@ def responses_stream(
     output_tokens: int = 7,
     fragments: int = 3,
     end: End = "finish",
+    error_message: str | None = None,
 ) -> Answer:
-    """A Responses API stream in the recorded format, one event per HTTP chunk."""
+    """A Responses API stream in the recorded format, one event per HTTP chunk
+    (``error_message``: the message of the ``error``, default ``"CODE (local)"``)."""
     response_id = f"resp_local_{next(_ids):06d}"
     events: list[dict[str, Any]] = [
         {
@@ -236,7 +248,7 @@ def responses_stream(
             )
             output.append(done)
     if error is not None:
-        detail = {"type": error, "code": error, "message": f"{error} (local)", "param": None}
+        detail = {"type": error, "code": error, "message": error_message or f"{error} (local)", "param": None}
         events.append(
             {"type": "error", **detail} if flat_error else {"type": "error", "error": detail}
         )
