@@ -269,6 +269,8 @@ class Counters:
         cost_usd: their cost in dollars.
         client_msg_ids: the clients' ids of the person's messages (a re-send counts once).
         tool_calls: ``tool_started`` events of every agent (a kernel campaign's x axis).
+        skills_loaded: the skills the person invoked (``skill_loaded``): each is added to
+            the conversation once per session, a resumed one too.
     """
 
     def __init__(self) -> None:
@@ -277,6 +279,7 @@ class Counters:
         self.usage: dict[str, int] = {}
         self.cost_usd = 0.0
         self.client_msg_ids: set[str] = set()
+        self.skills_loaded: set[str] = set()
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event into the totals."""
@@ -290,6 +293,8 @@ class Counters:
             case UserMessage():
                 if event.client_msg_id:
                     self.client_msg_ids.add(event.client_msg_id)
+            case SkillLoaded():
+                self.skills_loaded.add(event.name)
             case ToolStarted():
                 self.tool_calls += 1
             case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
@@ -297,7 +302,7 @@ class Counters:
                   | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
                   | Review() | BaselineSnapshot() | KernelEvaluated() | NetConnection() | InstructionsAdded()
-                  | SkillLoaded() | HookContext() | HookRan() | PromptBlocked() | McpServerStarted()
+                  | HookContext() | HookRan() | PromptBlocked() | McpServerStarted()
                   | McpServerRestarting() | McpServerFailed()):
                 pass
             case _:

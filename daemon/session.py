@@ -86,7 +86,6 @@ class Session:
         self.extensions: Any = None  # agents.extensions.Extensions (daemon/extensions.py)
         self.hooks: Any = None  # agents.hooks.Hooks, when any are configured
         self.mcp: Any = None  # agents.mcp.McpManager, when servers are configured
-        self.skills_loaded: set[str] = set()
         self.net_proxy: Any = None  # daemon.netproxy.NetProxy, when net rules open the network
         self.resume_fanout: tuple[list[dict[str, Any]], set[str]] | None = None
         self.status = "running"
@@ -94,6 +93,7 @@ class Session:
         self._inputs_send, self._inputs = anyio.create_memory_object_stream[tuple[str, str]](INPUT_BUFFER)
         self.counters = Counters()
         self.seen_client_msg_ids = self.counters.client_msg_ids
+        self.skills_loaded = self.counters.skills_loaded  # folded from skill_loaded, live and on resume
         self._turn_scope: anyio.CancelScope | None = None
         self._scope: anyio.CancelScope | None = None
         self.on_end: Callable[[Session], None] | None = None
@@ -344,8 +344,7 @@ class Session:
             return False
         self.record(UserMessage(text=text, client_msg_id=client_msg_id or msgspec.UNSET))
         for skill, arguments in loads:
-            if skill.name not in self.skills_loaded:
-                self.skills_loaded.add(skill.name)
+            if skill.name not in self.skills_loaded:  # recording it adds it (Counters)
                 self.record(SkillLoaded(name=skill.name, scope=skill.scope, path=skill.path,
                                         text=skill.loaded_text(arguments)))
         for context in outcome.context if outcome is not None else []:

@@ -84,10 +84,12 @@ def test_the_counters_fold_what_the_live_session_and_resume_both_count() -> None
     counters = Counters()
     for event in [ev.ModelResponse(content=[], usage={"input_tokens": 3, "output_tokens": 2}, cost_usd=0.5),
                   ev.ModelResponse(agent="worker:a", content=[], usage={"input_tokens": 1}, cost_usd=0.25),
-                  ev.UserMessage(text="hi", client_msg_id="m1"), ev.UserMessage(text="again")]:
+                  ev.UserMessage(text="hi", client_msg_id="m1"), ev.UserMessage(text="again"),
+                  ev.ToolStarted(call_id="c1", tool="bash"), ev.SkillLoaded(name="release", text="...")]:
         counters.apply(event)
     assert (counters.turns, counters.usage, counters.cost_usd) == (2, {"input_tokens": 4, "output_tokens": 2}, 0.75)
-    assert counters.client_msg_ids == {"m1"}
+    assert counters.client_msg_ids == {"m1"} and counters.tool_calls == 1
+    assert counters.skills_loaded == {"release"}  # a resumed session does not load it again
 
 
 def test_the_resume_fold_finds_open_calls_and_a_cut_fan_out() -> None:
