@@ -12,6 +12,9 @@
     [workspaces."/abs/path".permissions]    # that workspace and below ("always allow" writes here)
     allow = ["bash(make *)"]
 
+    [context]                               # context limits (agents/budget.ContextConfig)
+    tool_output_tokens = 10000
+
 A project's ``.musec/config.toml`` may hold a ``[permissions]`` table too; it applies
 only once the workspace is trusted (``trust.py``). Reading uses the standard ``tomllib``;
 writing uses ``dumps``, a small emitter for what ``tomllib`` reads back (tables, strings,
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .budget import ContextConfig
 from .core.errors import ConfigError
 from .permissions import ACTIONS, Rule, RuleError, parse_rule
 
@@ -105,6 +109,7 @@ class UserConfig:
     rules: list[Rule] = field(default_factory=list)
     workspace_rules: dict[str, list[Rule]] = field(default_factory=dict)
     trusted_workspaces: list[str] = field(default_factory=list)
+    context: ContextConfig = field(default_factory=ContextConfig)
 
     def rules_for(self, workspace: Path) -> list[Rule]:
         """The global rules plus those of every ``[workspaces."PATH"]`` that is ``workspace``
@@ -132,6 +137,10 @@ def load_user_config(config_dir: Path, *, home: str | None = None) -> UserConfig
     if not isinstance(trusted, list) or not all(isinstance(t, str) and t.strip() for t in trusted):
         raise ConfigError(f'{path}: trusted_workspaces must be a list of paths, like trusted_workspaces = ["~/src/app"]')
     config.trusted_workspaces = [_workspace_key(t) for t in trusted]
+    try:
+        config.context = ContextConfig.from_table(data.get("context"), str(path))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     workspaces = data.get("workspaces", {})
     if not isinstance(workspaces, dict):
         raise ConfigError(f'{path}: workspaces must be tables like [workspaces."/abs/path".permissions]')

@@ -104,6 +104,8 @@ class ToolContext(msgspec.Struct):
         env: the environment for commands, credentials already removed.
         sandbox: the sandbox policy for ``bash``.
         state_dir: where the tool may keep files (e.g. background process records).
+        blob_dir: the daemon's blob store; ``read_file`` and ``grep`` may read a blob in it
+            by its path (where a tool result over its budget is kept whole), nothing else.
         default_timeout_s: ``bash`` timeout when the model gives none.
         max_output_bytes: cap on what the model sees of a command's output.
         agent_id: the agent whose call this is.
@@ -115,6 +117,7 @@ class ToolContext(msgspec.Struct):
     env: dict[str, str]
     sandbox: SandboxPolicy = SandboxPolicy()
     state_dir: Path | None = None
+    blob_dir: Path | None = None
     default_timeout_s: float = 120.0
     max_output_bytes: int = 30_000
     agent_id: str = "main"

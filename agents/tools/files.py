@@ -146,7 +146,7 @@ class ReadFileTool:
         return await run_in_thread(self.name, self._read, input, ctx)
 
     def _read(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        path = resolve_tool_path(get_str(input, "path"), ctx)
+        path = resolve_tool_path(get_str(input, "path"), ctx, read=True)
         offset = get_int(input, "offset", default=1, minimum=1)
         limit = get_int(input, "limit", default=DEFAULT_READ_LIMIT_LINES, minimum=1)
         name = display_path(path, ctx)

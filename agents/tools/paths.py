@@ -19,6 +19,7 @@ from .errors import PathRefused, ToolInputError
 __all__ = [
     "allowed_roots",
     "display_path",
+    "is_blob_path",
     "is_within",
     "resolve_tool_path",
     "unescape_bytes",
@@ -38,13 +39,15 @@ def allowed_roots(ctx: ToolContext) -> list[str]:
     return roots
 
 
-def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path") -> Path:
+def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path", read: bool = False) -> Path:
     """Resolve a model-given path against the workspace, refusing escapes.
 
     Args:
         raw: the path as the model gave it (relative to the workspace, or absolute).
         ctx: the tool context (workspace and sandbox policy).
         what: the input field's name, used in messages.
+        read: the tool only reads the path: a blob of ``ctx.blob_dir`` named by its full
+            path (``<blob_dir>/<2 hex>/<62 hex>``) is allowed too.
 
     Returns:
         The absolute path with every symlink resolved (the target may not exist yet).
@@ -69,6 +72,8 @@ def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path") -> P
     raw = _home(raw, ctx, what)
     joined = os.path.join(workspace, raw)  # an absolute raw replaces the workspace
     lexical = os.path.normpath(joined)
+    if read and is_blob_path(lexical, ctx):
+        return Path(os.path.realpath(lexical))
     if not _within_any(lexical, roots):
         if os.path.isabs(raw):
             raise PathRefused(f"{raw} is outside the workspace {workspace}; use a path inside it")
@@ -132,6 +137,20 @@ def display_path(path: Path, ctx: ToolContext) -> str:
     if is_within(text, workspace):
         return printable(Path(os.path.relpath(text, workspace)).as_posix())
     return printable(text)
+
+
+_BLOB_NAME = re.compile(r"[0-9a-f]{2}/[0-9a-f]{62}")
+
+
+def is_blob_path(path: str, ctx: ToolContext) -> bool:
+    """Whether ``path`` (absolute, normalised) names one blob of ``ctx.blob_dir`` by its
+    full name, with no symlink on the way (the store writes none)."""
+    if ctx.blob_dir is None:
+        return False
+    root = os.path.realpath(ctx.blob_dir)
+    if not is_within(path, root) or os.path.realpath(path) != path:
+        return False
+    return _BLOB_NAME.fullmatch(os.path.relpath(path, root)) is not None
 
 
 def _within_any(path: str, roots: Sequence[str]) -> bool:

@@ -229,7 +229,7 @@ class GrepTool:
     async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
             pattern = get_str(input, "pattern")
-            target = resolve_tool_path(get_str(input, "path", required=False) or ".", ctx)
+            target = resolve_tool_path(get_str(input, "path", required=False) or ".", ctx, read=True)
             file_glob = get_str(input, "glob", required=False)
             ignore_case = get_bool(input, "ignore_case", default=False)
         except ToolInputError as exc:

@@ -71,6 +71,8 @@ def test_project_rules_are_marked_project(tmp_path: Path) -> None:
     ('permissions = 3\n', "must be a table"),
     ('trusted_workspaces = "/x"\n', "trusted_workspaces must be a list of paths"),
     ('[workspaces."rel/path".permissions]\nallow = []\n', "is not an absolute path"),
+    ('[context]\ntool_output_tokens = -5\n', "[context].tool_output_tokens must be between 0 and any"),
+    ('context = "big"\n', "[context] must be a table"),
 ])
 def test_malformed_config_is_one_line_naming_the_file_and_the_fix(tmp_path: Path, text: str, says: str) -> None:
     path = _write(tmp_path / "config.toml", text)
@@ -78,6 +80,13 @@ def test_malformed_config_is_one_line_naming_the_file_and_the_fix(tmp_path: Path
         load_user_config(tmp_path)
     message = str(info.value)
     assert message.startswith(str(path)) and says in message and "\n" not in message
+
+
+def test_context_table_sets_the_tool_output_budget(tmp_path: Path) -> None:
+    assert load_user_config(tmp_path).context.tool_output_tokens == 10_000
+    _write(tmp_path / "config.toml", "[context]\ntool_output_tokens = 2000\nclear_at = 0.5\nkeep_tool_results = 3\n")
+    context = load_user_config(tmp_path).context
+    assert (context.tool_output_tokens, context.clear_at, context.keep_tool_results) == (2000, 0.5, 3)
 
 
 # --- the emitter -------------------------------------------------------------------------

@@ -107,3 +107,42 @@ async def test_every_path_tool_refuses_escapes(
     assert "outside the workspace" in result.content
     assert "\n" not in result.content
     assert (sorted(os.listdir(outside)), (outside / "secret.txt").read_bytes()) == before
+
+
+def test_a_blob_is_readable_by_its_full_path_and_nothing_else_of_the_store(ctx: ToolContext, tmp_path: Path) -> None:
+    """Where a tool result over its budget is kept whole: read_file and grep may read it."""
+    import hashlib
+
+    import msgspec
+    from musec.agents.tools import GrepTool, ReadFileTool
+    from musec.daemon.blobs import BlobStore
+
+    store = BlobStore(tmp_path / "blobs")
+    data = "".join(f"row {i}\n" for i in range(500)).encode()
+    digest = store.put(data)
+    other = tmp_path / "blobs" / "notes.txt"
+    other.write_text("not a blob\n")
+    ctx = msgspec.structs.replace(ctx, blob_dir=tmp_path / "blobs")
+    blob = str(store.path(digest))
+    assert resolve_tool_path(blob, ctx, read=True) == Path(blob)
+    with pytest.raises(PathRefused):
+        resolve_tool_path(blob, ctx)  # a write is never let out of the workspace
+    for refused in (str(other), str(tmp_path / "blobs"), str(store.path(digest)) + "x"):
+        with pytest.raises(PathRefused):
+            resolve_tool_path(refused, ctx, read=True)
+    link = tmp_path / "blobs" / digest[:2] / ("0" * 62)
+    link.symlink_to(other)
+    with pytest.raises(PathRefused):
+        resolve_tool_path(str(link), ctx, read=True)
+    assert hashlib.sha256(data).hexdigest() == digest
+
+    import anyio
+
+    async def both() -> tuple[str, str]:
+        read = await ReadFileTool().run({"path": blob, "offset": 400, "limit": 2}, ctx)
+        found = await GrepTool().run({"pattern": "row 47[0-9]$", "path": blob}, ctx)
+        return read.content, found.content
+
+    read, found = anyio.run(both)
+    assert read.startswith("   400\trow 399\n   401\trow 400\n")
+    assert found.count("\n") == 10 and "row 475" in found

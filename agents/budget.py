@@ -1,0 +1,187 @@
+"""The tool-output budget and clearing old tool results (issue 12 part 2).
+
+Two steps keep tool output from filling an agent's context, the cheapest first:
+
+1. **Budget.** A tool result over its token budget reaches the model as its head and its
+   tail around a note; the whole text is kept in a blob, and the note says where and how
+   to read the rest (``read_file`` with ``offset``/``limit``, ``grep``). The cut is made
+   before the result is logged, so the log holds what the model saw and replay is exact.
+2. **Clearing.** Once the context passes a share of the window (``ContextConfig.clear_at``),
+   the results of all but the most recent calls are replaced in the request by a one-line
+   stub naming the call and where its full result is. Which calls were cleared is logged
+   (``tool_results_cleared``), so the history fold, live or replayed, makes the same
+   request; the results are cleared in one batch, so a prompt cache is broken once per
+   clearing, not once per request.
+
+Summarising (compaction) comes only after these (``agents/compaction.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from .core.conversation import Message, ToolCallBlock, ToolResultBlock
+
+__all__ = [
+    "ContextConfig",
+    "clear_results",
+    "clear_stub",
+    "clearable_calls",
+    "fit_to_budget",
+    "over_budget",
+]
+
+_BUDGET_CHARS_PER_TOKEN = 3.0  # conservative (code): the budget is a cap, not a guess
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    """The person's ``[context]`` table of ``config.toml``.
+
+    ::
+
+        [context]
+        tool_output_tokens = 10000   # one tool result's budget
+        clear_at = 0.6               # clear old tool results past this share of the window
+        keep_tool_results = 8        # the most recent results never cleared
+
+    Attributes:
+        tool_output_tokens: the budget of one tool result, in tokens (0: no budget).
+        clear_at: share of the window (0..1) past which old results are cleared (0: never).
+        keep_tool_results: how many of the most recent results clearing keeps.
+        extra: the table's other keys, for the compaction settings read elsewhere.
+    """
+
+    tool_output_tokens: int = 10_000
+    clear_at: float = 0.6
+    keep_tool_results: int = 8
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def from_table(cls, table: object, where: str) -> ContextConfig:
+        """Read a ``[context]`` table.
+
+        Raises:
+            ValueError: a value of the wrong type or out of range; the message names it.
+        """
+        if table is None:
+            return cls()
+        if not isinstance(table, dict):
+            raise ValueError(f"{where}: [context] must be a table, like [context] tool_output_tokens = 10000")
+        out: dict[str, Any] = {}
+        for key, kind, low, high in (("tool_output_tokens", int, 0, None), ("clear_at", float, 0.0, 1.0),
+                                     ("keep_tool_results", int, 0, None)):
+            if key not in table:
+                continue
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not isinstance(value, int)):
+                raise ValueError(f"{where}: [context].{key} must be a{'n integer' if kind is int else ' number'}, got {value!r}")
+            if value < low or (high is not None and value > high):
+                raise ValueError(f"{where}: [context].{key} must be between {low} and {high if high is not None else 'any'}, got {value!r}")
+            out[key] = kind(value)
+        extra = tuple(sorted((k, v) for k, v in table.items() if k not in ("tool_output_tokens", "clear_at", "keep_tool_results")))
+        return cls(**out, extra=extra)
+
+
+def over_budget(content: str, budget_tokens: int) -> bool:
+    """Whether ``content`` is over a budget of ``budget_tokens`` (0: no budget)."""
+    return budget_tokens > 0 and len(content) > int(budget_tokens * _BUDGET_CHARS_PER_TOKEN)
+
+
+def fit_to_budget(content: str, budget_tokens: int, *, tool: str, input: dict[str, Any], blob_path: str) -> str:
+    """``content`` cut to its head and tail around a note, if it is over ``budget_tokens``.
+
+    The budget is turned into characters at a conservative 3 characters per token. The
+    head and the tail each get about half of it, cut at line ends where a line end is near.
+    The note says how much was left out, where the whole text is (``blob_path``), and how to
+    read it: ``read_file`` with ``offset``/``limit`` (on the file itself for a
+    ``read_file`` result), or ``grep`` in it.
+
+    Args:
+        content: the tool's result as the model would see it.
+        budget_tokens: the budget (0: none).
+        tool: the tool's name; input: its input (a read's path and offset go in the note).
+        blob_path: where the whole result is stored (a file ``read_file`` can read).
+
+    Returns:
+        ``content`` itself when within the budget.
+    """
+    if not over_budget(content, budget_tokens):
+        return content
+    half = int(budget_tokens * _BUDGET_CHARS_PER_TOKEN) // 2
+    head = _cut_at_line(content[:half], keep="head")
+    tail = _cut_at_line(content[len(content) - half:], keep="tail")
+    left_out = content[len(head): len(content) - len(tail)]
+    lines_total = content.count("\n") + (not content.endswith("\n"))
+    head_lines = head.count("\n")
+    tail_lines = tail.count("\n") + (not tail.endswith("\n") and bool(tail))
+    how = (f"read_file(path={blob_path!r}, offset={head_lines + 1}, limit=...) reads the rest of it in parts, "
+           f"and grep(pattern=..., path={blob_path!r}) searches it")
+    if tool == "read_file" and isinstance(input.get("path"), str):
+        how = (f"read the file in parts with read_file(path={input['path']!r}, offset=N, limit=M), "
+               f"or search it with grep(pattern=..., path={input['path']!r}); this whole result is also at {blob_path}")
+    note = (f"\n[... {len(left_out):,} characters ({left_out.count(chr(10)):,} lines) of this {tool} result left out: "
+            f"it is over the {budget_tokens:,}-token budget of one tool result. Shown: lines 1-{head_lines} and the last "
+            f"{tail_lines} of {lines_total:,}. The whole result is kept: {how}.]\n")
+    return head + note + tail
+
+
+def _cut_at_line(text: str, *, keep: str) -> str:
+    """``text`` trimmed to whole lines when a line end is within its last (head) or first
+    (tail) quarter; otherwise as it is."""
+    quarter = len(text) // 4
+    if keep == "head":
+        at = text.rfind("\n", len(text) - quarter)
+        return text[: at + 1] if at >= 0 else text
+    at = text.find("\n", 0, quarter)
+    return text[at + 1:] if at >= 0 else text
+
+
+def clearable_calls(messages: list[Message], keep: int, cleared: set[str]) -> list[str]:
+    """The call ids whose results clearing would replace: every answered call but the
+    ``keep`` most recent, oldest first, leaving out those cleared before.
+
+    Results of calls not answered yet (the turn in flight) are never among them.
+    """
+    results = [b.call_id for m in messages if m.role == "user" for b in m.content if isinstance(b, ToolResultBlock)]
+    older = results[: max(len(results) - keep, 0)]
+    return [c for c in older if c not in cleared]
+
+
+def clear_stub(call: ToolCallBlock | None, result: ToolResultBlock, where: str) -> str:
+    """The one line a cleared result becomes: the call, its size, and where the whole is."""
+    name = call.name if call is not None else "tool"
+    args = ""
+    if call is not None:
+        shown = msgspec.json.encode(call.input).decode()
+        args = shown if len(shown) <= 160 else shown[:157] + "..."
+    tokens = math.ceil(len(result.content) / 4)
+    return (f"[result of {name} {args} (call {result.call_id}, ~{tokens:,} tokens) cleared to save context; "
+            f"the whole result: read_file(path={where!r}), or run the call again]")
+
+
+def clear_results(messages: list[Message], where: dict[str, str]) -> list[Message]:
+    """The history with the results of the calls in ``where`` replaced by their stubs.
+
+    Args:
+        messages: the history.
+        where: call id -> where its whole result is kept (a blob's path).
+
+    Returns:
+        A new list; messages with nothing cleared are the same objects.
+    """
+    calls = {b.id: b for m in messages if m.role == "assistant" for b in m.content if isinstance(b, ToolCallBlock)}
+    out: list[Message] = []
+    for message in messages:
+        if message.role != "user" or not any(isinstance(b, ToolResultBlock) and b.call_id in where for b in message.content):
+            out.append(message)
+            continue
+        blocks = [ToolResultBlock(b.call_id, clear_stub(calls.get(b.call_id), b, where[b.call_id]), b.is_error)
+                  if isinstance(b, ToolResultBlock) and b.call_id in where
+                  else b for b in message.content]
+        out.append(Message("user", blocks))
+    return out
