@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from musec.agents.core.events import (
@@ -45,7 +45,6 @@ from musec.agents.core.events import (
     line_fields,
     persistence,
 )
-from musec.agents.core.faults import NO_FAULTS, Faults
 
 from .errors import LogCorrupt, SessionLocked
 
@@ -136,6 +135,16 @@ class OpenReport:
     torn_path: str | None = None
 
 
+class CrashPoints(Protocol):
+    """What the log needs of the restart tests' crash points (``agents.core.faults.Faults``
+    is one; the daemon injects it): the log imports no fault module and reads no
+    environment."""
+
+    def armed(self, point: str) -> bool: ...
+
+    def crash_at(self, point: str) -> None: ...
+
+
 class EventLog:
     """The single writer of one session's log file.
 
@@ -144,7 +153,7 @@ class EventLog:
     """
 
     def __init__(self, path: Path, fd: int, next_seq: int, last_h: str, redactor: Redactor,
-                 faults: Faults = NO_FAULTS) -> None:
+                 faults: CrashPoints | None = None) -> None:
         self.path = path
         self._fd = fd
         self.next_seq = next_seq
@@ -156,9 +165,9 @@ class EventLog:
     # -- opening ------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: Path, *, secrets: Iterable[str] = (), faults: Faults = NO_FAULTS) -> EventLog:
+    def create(cls, path: Path, *, secrets: Iterable[str] = (), faults: CrashPoints | None = None) -> EventLog:
         """Create a new, empty, locked log (mode 0600). ``faults``: the restart tests' crash
-        points (``mid_append``).
+        points (``mid_append``), injected (``agents.core.faults.Faults``); none by default.
 
         Raises:
             FileExistsError: the file exists already.
@@ -168,7 +177,7 @@ class EventLog:
         return cls(path, fd, 0, "", Redactor(secrets), faults)
 
     @classmethod
-    def open(cls, path: Path, *, secrets: Iterable[str] = (), faults: Faults = NO_FAULTS) -> tuple[EventLog, OpenReport]:
+    def open(cls, path: Path, *, secrets: Iterable[str] = (), faults: CrashPoints | None = None) -> tuple[EventLog, OpenReport]:
         """Open an existing log for appending, cutting a torn last line.
 
         Raises:
@@ -228,7 +237,7 @@ class EventLog:
         line, h = self.encode(event)
         data = line + b"\n"
         size = os.lseek(self._fd, 0, os.SEEK_END)
-        if isinstance(event, ToolFinished) and self.faults.armed("mid_append"):
+        if self.faults is not None and isinstance(event, ToolFinished) and self.faults.armed("mid_append"):
             os.write(self._fd, data[: len(data) // 2])
             self.faults.crash_at("mid_append")
         try:

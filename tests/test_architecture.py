@@ -180,6 +180,13 @@ RULES = [
 PENDING: dict[str, str] = {}
 
 
+def test_the_event_log_is_handed_its_crash_points() -> None:
+    """Issue 11: fault hooks are injected (the daemon's entry point makes them from its
+    environment), never imported by the event log."""
+    edges = graph()["musec.daemon.eventlog"]
+    assert not [t for t in edges if _in(t, f"{CORE}.faults")], edges
+
+
 def _xfail(name: str, reasons: dict[str, str]) -> list:
     return [pytest.mark.xfail(strict=True, reason=reasons[name])] if name in reasons else []
 
