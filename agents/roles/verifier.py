@@ -189,7 +189,10 @@ class Verifier(BackgroundAgent):
         self._full_due = False
         self.state = "testing"
         failing = await self._run_tests(command, trigger="edit")
-        self._escalate(sorted(failing - self.known_failing), command)
+        # A failure a narrowed run already told is not told again (the baseline may have
+        # ended while that run was telling it); once it passes, it may be told anew.
+        self._escalate(sorted(failing - self.known_failing - self._told), command)
+        self._told &= failing
         self.known_failing = failing
         self.state = "watching"
 

@@ -138,6 +138,25 @@ async def test_a_role_that_keeps_failing_is_reported_once_and_stops(recorder, cl
     assert role.state.startswith(f"failed {MAX_RESTARTS + 1} times, stopped")
 
 
+async def test_a_failure_a_narrowed_run_told_is_not_told_again(recorder, closing, tmp_path: Path) -> None:
+    """The baseline may end while a narrowed run is telling a new failure (a loaded
+    machine): the full check after it must not tell the same failure a second time."""
+    from musec.agents.workers import detect_test_command
+
+    (tmp_path / "test_pager.py").write_text("def test_first_page():\n    assert False\n")
+    verifier = Verifier(recorder, None, tmp_path)
+    closing(verifier)
+    command = detect_test_command(tmp_path, None, python="python3")
+    verifier.known_failing, verifier._told = set(), {"test_pager.py::test_first_page"}
+    with anyio.fail_after(120):
+        await verifier._check(command)
+    assert recorder.of_type("agent_message") == [] and verifier.known_failing == {"test_pager.py::test_first_page"}
+    (tmp_path / "test_pager.py").write_text("def test_first_page():\n    assert True\n")
+    with anyio.fail_after(120):
+        await verifier._check(command)
+    assert verifier._told == set()  # it passes now: broken again later, it is told anew
+
+
 async def test_the_verifier_runs_plain_pytest_functions_with_pytest(recorder, closing, tmp_path: Path) -> None:
     """Issue 13, case 10: plain pytest functions and no pytest configuration; unittest ran
     0 of them and the verifier recorded a failing repository as green."""
