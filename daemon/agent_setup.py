@@ -136,8 +136,16 @@ def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials:
     from .eventlog import iter_events
 
     def make_worker(agent_id: str, worktree: Path, prompt_suffix: str) -> Agent:
+        extra: list[Any] = []
+        campaign = session.campaign
+        if campaign is not None:  # a kernel campaign's variant ideas: each worker evaluates its own candidate
+            from musec.agents.kernel_opt.tools import campaign_prompt, campaign_tools
+
+            view = campaign.in_worktree(worktree)
+            extra = campaign_tools(view, lambda: session.tool_calls)
+            prompt_suffix += campaign_prompt(view)
         return build_agent(deps, session, req, credentials, agent_id=agent_id, workspace=worktree,
-                           prompt_suffix=prompt_suffix)
+                           extra_tools=extra, prompt_suffix=prompt_suffix)
 
     return FanOut(session, Path(req.workspace), deps.paths.state, make_worker, session.workers,
                   lambda: iter_events(session.log.path), wrap=sandbox_wrap(req))

@@ -239,7 +239,7 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
             prompt = own.system_prompt if own is not None else started.system_prompt
             agent = Agent(
                 agent_id=ev.agent, provider=_ReplayModel(ev.provider, ev.model),
-                tools=_tools_for(offered, started if own is None else None) + _mcp_tools_for(ev.agent, events[: ev.seq]),
+                tools=_tools_for(offered, started, worker=own is not None) + _mcp_tools_for(ev.agent, events[: ev.seq]),
                 ctx=ToolContext(workspace=Path(started.workspace), env={}),
                 record=_no_record, ask=_no_ask, on_delta=_no_delta, approval_mode="auto", max_turns=1,
                 system_prompt=prompt, store_blob=_no_blob, session_id=sid,
@@ -337,23 +337,24 @@ class PrefixDigest:
         return empty[:at], empty[at:]
 
 
-def _tools_for(names: list[str], started: SessionStarted | None) -> list[Any]:
-    """The tools an agent was offered, in order, as named in its ``session_started`` (main)
-    or ``agent_spawned`` event."""
+def _tools_for(names: list[str], started: SessionStarted, *, worker: bool) -> list[Any]:
+    """The tools an agent was offered, in order, as ``names`` in its ``session_started``
+    (main) or ``agent_spawned`` (``worker``) event: the session's skills for the main agent,
+    a kernel campaign's tools (named by ``started``) for every agent of the campaign."""
     from musec.agents.ask_agent import AskAgentTool
     from musec.agents.skills import Skill, SkillTool
     from musec.agents.tools import default_tools
     from musec.agents.workers.tool import SpawnWorkersTool
 
     offered = [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]
-    if started is not None and started.kernel_spec:
+    if started.kernel_spec:
         from musec.agents.kernel_opt.campaign import Campaign
         from musec.agents.kernel_opt.spec import load_spec
         from musec.agents.kernel_opt.tools import campaign_tools
 
         campaign = Campaign(load_spec(started.kernel_spec), Path(started.workspace), Path(started.workspace))
         offered.extend(campaign_tools(campaign, lambda: 0))  # the same specs; replay runs no tool
-    extensions = started.extensions if started is not None and started.extensions else {}
+    extensions = started.extensions if not worker and started.extensions else {}
     skills = [Skill(s["name"], "", "", s.get("scope", "user")) for s in extensions.get("skills", []) if s.get("model", True)]
     offered.append(SkillTool(skills))
     available = {t.name: t for t in offered}
