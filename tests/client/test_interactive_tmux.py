@@ -209,9 +209,9 @@ def test_slash_model_and_cost(musec: Musec, buggy_repo: Path, tmp_path: Path, tm
     term.send("/model nosuch/model", "Enter")
     term.wait_for(lambda s: "the model stays" in s and "nosuch" in s, "a refused switch")
     term.send("again", "Enter")
-    screen = term.wait_for(lambda s: "From the other model." in s and prompt_after(s, "From the other model."),
-                           "the other model's answer")
-    assert "scripted:other.json · ctx" in screen.rpartition("From the other model.")[2]  # the status line
+    term.wait_for(lambda s: "From the other model." in s and prompt_after(s, "From the other model.")
+                  and "scripted:other.json · ctx" in s.rpartition("From the other model.")[2],  # the status line
+                  "the other model's answer and the status line naming it")
     term.send("/cost", "Enter")
     screen = term.wait_for(lambda s: "total $0.0000" in s, "/cost's answer")
     assert "main" in screen.rpartition("/cost")[2]
