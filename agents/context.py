@@ -24,7 +24,7 @@ The accounting is a fold: ``ContextMeter.on_request`` / ``on_response`` take the
 logged in ``model_request`` (``request_chars``) and ``model_response`` (``usage``), so a
 resumed or replayed agent knows how full it is before its first request.
 
-For compaction: ``Agent.context_use()`` (agents/loop.py, with the loop's wiring) gives a ``ContextUse`` for the
+For compaction: ``Agent.context_use()`` (agents/loop.py) gives a ``ContextUse`` for the
 request the agent would send now; ``over(use, fraction)`` says whether it passes a share
 of the window (``False`` when the window is unknown); ``agent.history.context.tokens_of(m)``
 estimates one message (where to cut). Old tool results are cleared (``agents/budget.py``,

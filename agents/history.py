@@ -14,6 +14,10 @@ Events that shape the history (``History.apply`` says what it does with every ty
 - ``ToolFinished``: the result of a call; ``untrusted`` (written for every call a tool
   ran) marks it as outside data. A log written before that field existed is folded as it
   was then (by tool name), so replay keeps its bytes.
+- ``ModelSwitched``: the history converted for the new model (agents/modelswitch.py).
+- ``ToolResultsCleared``: old results replaced by one-line stubs (agents/budget.py).
+- ``ModelRequest``, ``ModelResponse``: the context accounting's fold (``History.context``,
+  agents/context.py).
 - ``ToolInterrupted``: a call cut off (crash, Ctrl-C); answered to the model as an
   interrupted call, never re-run.
 - ``InstructionsAdded``: a subdirectory's AGENTS.md, reached by a read or an edit;
@@ -26,7 +30,11 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from .core.conversation import Message, TextBlock, ToolCallBlock, ToolResultBlock
+import msgspec
+
+from .budget import clear_results
+from .context import ContextMeter, block_chars
+from .core.conversation import Message, TextBlock, ToolCallBlock, ToolResultBlock, Usage
 from .core.events import (
     AgentFailed,
     AgentMessage,
@@ -49,6 +57,7 @@ from .core.events import (
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    ModelSwitched,
     NetConnection,
     PromptBlocked,
     RateLimited,
@@ -61,12 +70,14 @@ from .core.events import (
     TestRun,
     ToolFinished,
     ToolInterrupted,
+    ToolResultsCleared,
     ToolStarted,
     TurnEnded,
     UserMessage,
     WorkerFinished,
     WorkerSpawned,
 )
+from .modelswitch import convert_history
 from .tools.untrusted import mark_untrusted
 
 #: The tools whose results were marked in logs without the ``untrusted`` field (before every
@@ -100,6 +111,9 @@ class History:
         self.cost_usd = 0.0
         self._held: list[TextBlock] = []  # agent messages waiting for the turn boundary
         self.instructions_loaded: set[str] = set()  # AGENTS.md files added by instructions_added
+        self.context = ContextMeter()  # how full the context is (agents/context.py)
+        self.cleared: set[str] = set()  # call ids whose results were cleared (tool_results_cleared)
+        self.result_blobs: dict[str, str] = {}  # call id -> blob of its whole result, when it has one
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event into the history (events of other agents are ignored, except a
@@ -123,8 +137,21 @@ class History:
                 if event.agent == self.agent:
                     self._user_block(TextBlock(event.text))
                     self.turns_since_user = 0
+            case ModelRequest():
+                if event.agent == self.agent:
+                    chars = event.request_chars if isinstance(event.request_chars, int) else 0
+                    self.context.on_request(event.provider, chars)
+            case ModelSwitched():
+                if event.agent == self.agent:
+                    self.messages, _ = convert_history(self.messages)
+                    self.context.switch(event.context_window_tokens or None)
+            case ToolResultsCleared():
+                if event.agent == self.agent:
+                    self.messages = clear_results(self.messages, event.where)
+                    self.cleared |= set(event.where)
             case ModelResponse():
                 if event.agent == self.agent:
+                    self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
                     self.messages.append(Message("assistant", list(event.content)))
                     self.turns += 1
                     self.turns_since_user += 1
@@ -133,6 +160,8 @@ class History:
                     self.cost_usd += float(event.cost_usd)
             case ToolFinished():
                 if event.agent == self.agent:
+                    if isinstance(event.blob, str):
+                        self.result_blobs[event.call_id] = event.blob
                     content = event.content
                     if is_untrusted_result(event):
                         content = mark_untrusted(event.tool, content)
@@ -143,7 +172,7 @@ class History:
                     text = f"[tool call interrupted: {event.reason}; it may have partly run]"
                     self._user_block(ToolResultBlock(event.call_id, text, True))
                     self._release_held()
-            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | ModelRequest()
+            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated()

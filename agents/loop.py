@@ -19,11 +19,14 @@ from typing import Any, Protocol
 import anyio
 import msgspec
 
+from .budget import ContextConfig, clearable_calls, fit_to_budget, over_budget
+from .context import ContextUse, over, prompt_tokens
 from .core import events as ev
-from .core.conversation import ModelRequest, ToolCallBlock, request_digest
+from .core.conversation import ModelRequest, ToolCallBlock, ToolResultBlock, Usage, request_digest
 from .core.errors import AgentError, ProviderError, ProviderOverloaded, ProviderUnreachable
 from .core.faults import NO_FAULTS, Faults
 from .history import History
+from .modelswitch import convert_history
 from .permissions import Policy, Verdict
 from .providers.base import Provider, TextDelta
 from .tools.base import Tool, ToolContext, ToolOutput
@@ -97,6 +100,8 @@ class Agent:
         cost_of: the dollar cost of a response's ``Usage`` (the catalog's list price).
         budget_usd: stop before a model call once this agent has spent this much (0: no cap).
         faults: the restart tests' crash points (``NO_FAULTS`` outside them).
+        context_config: the tool-output budget and clearing settings (``[context]``).
+        window_tokens: the model's context window (the catalog's), ``None`` when unknown.
     """
 
     def __init__(
@@ -117,6 +122,8 @@ class Agent:
         cost_of: Callable[[Any], float] | None = None,
         budget_usd: float = 0.0,
         faults: Faults = NO_FAULTS,
+        context_config: ContextConfig | None = None,
+        window_tokens: int | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.provider = provider
@@ -134,6 +141,9 @@ class Agent:
         self.budget_usd = budget_usd
         self.faults = faults
         self.history = History(agent_id)
+        self.context_config = context_config or ContextConfig()
+        self.window_tokens = window_tokens
+        self.model_id = ""  # the model as the person named it (``--model``); the daemon sets it
         # Approval rules and "always" answers; the daemon sets the session's (agent_setup).
         self.policy = Policy(workspace=ctx.workspace)
         # Set by the daemon for the main agent: the session's hooks (agents.hooks.Hooks) and the
@@ -147,6 +157,46 @@ class Agent:
         if event.agent != self.agent_id:
             event = msgspec.structs.replace(event, agent=self.agent_id)
         return self._record(event)
+
+    def context_use(self) -> ContextUse:
+        """How full this agent's context is for the request it would send now: the last
+        request as its provider counted it plus an estimate of what changed since
+        (``agents/context.py``); ``over(use, fraction)`` compares it with the window."""
+        use, _ = self._measure()
+        return use
+
+    def _measure(self) -> tuple[ContextUse, int]:
+        meter = self.history.context
+        meter.window_tokens = self.window_tokens
+        meter.provider = meter.provider or self.provider.name
+        return meter.measure(self.system_prompt, [t.spec for t in self.tools.values()], self.history.messages)
+
+    def switch_model(self, provider: Provider, *, model: str, window_tokens: int | None,
+                     cost_of: Callable[[Any], float] | None, by: str) -> None:
+        """Go on with ``provider`` from the next request (issue 12 part 7): the history is
+        converted for it by the fold of the ``model_switched`` event recorded here
+        (``agents/modelswitch.py``).
+
+        Args:
+            provider: the new model's client.
+            model: the model as the person named it (catalog id or alias).
+            window_tokens: its context window; cost_of: its prices.
+            by: who asked: ``resume`` or ``interactive``.
+        """
+        old_model, old_provider = self.model_id, self.provider.name
+        self.provider, self.window_tokens, self.cost_of, self.model_id = provider, window_tokens, cost_of, model
+        self.record_switch(from_model=old_model, from_provider=old_provider, by=by)
+
+    def record_switch(self, *, from_model: str, from_provider: str, by: str) -> None:
+        """Record ``model_switched`` to this agent's present model (``model_id``, ``provider``)
+        from ``from_model``; its fold converts the history. ``switch_model`` calls it; a
+        resume that built the agent with the new model already calls it directly."""
+        converted, dropped = convert_history(self.history.messages)
+        meter = self.history.context
+        meter.window_tokens, meter.provider = self.window_tokens, self.provider.name
+        use, _ = meter.measure(self.system_prompt, [t.spec for t in self.tools.values()], converted)
+        self.record(ev.ModelSwitched(model=self.model_id, provider=self.provider.name, from_model=from_model,
+                                     from_provider=from_provider, by=by, dropped_blocks=dropped, **use.fields()))
 
     def build_request(self) -> ModelRequest:
         """The next model request, from the history alone."""
@@ -172,11 +222,14 @@ class Agent:
                 return Outcome("max_turns", message=f"stopped after {self.max_turns} model turns (--max-turns)")
             if self.budget_usd and self.history.cost_usd >= self.budget_usd:
                 return Outcome("budget", message=f"stopped at ${self.history.cost_usd:.4f}, the --budget-usd cap is ${self.budget_usd:g}")
+            self._clear_old_results()
             request = self.build_request()
+            use, chars = self._measure()
             self.record(ev.ModelRequest(
                 provider=self.provider.name, model=self.provider.model,
                 digest=request_digest(request), messages=len(request.messages),
                 endpoint=getattr(self.provider, "endpoint", ""), catalog_id=getattr(self.provider, "catalog_id", ""),
+                request_chars=chars, **use.fields(),
             ))
             started = time.monotonic()
             try:
@@ -195,11 +248,38 @@ class Agent:
                 provider_ids=dict(response.provider_ids),
                 latency_s=round(time.monotonic() - started, 3),
                 cost_usd=round(self.cost_of(response.usage), 8) if self.cost_of else 0.0,
+                **self._reported(response.usage),
             ))
             if not response.tool_calls:
                 if await self._hook_stop(response.text):
                     continue
                 return Outcome("finished", result=response.text)
+
+    def _reported(self, usage: Usage) -> dict[str, Any]:
+        """The context fields of a ``model_response``: the provider's count of the request
+        and its answer (none when it reported no input, as the scripted model)."""
+        tokens = prompt_tokens(usage)
+        if tokens <= 0:
+            return {}
+        return ContextUse(tokens + usage.output_tokens, self.window_tokens).fields()
+
+    def _clear_old_results(self) -> None:
+        """Past ``[context].clear_at`` of the window, replace the results of all but the most
+        recent calls by one-line stubs, in one logged batch (``agents/budget.py``)."""
+        config = self.context_config
+        if not config.clear_at or not over(self.context_use(), config.clear_at):
+            return
+        ids = clearable_calls(self.history.messages, config.keep_tool_results, self.history.cleared)
+        if not ids:
+            return
+        wanted = set(ids)
+        results = {b.call_id: b for m in self.history.messages if m.role == "user" for b in m.content
+                   if isinstance(b, ToolResultBlock) and b.call_id in wanted}
+        where = {}
+        for call_id in ids:
+            blob = self.history.result_blobs.get(call_id) or self._store_blob(results[call_id].content.encode("utf-8", "surrogateescape"))
+            where[call_id] = str(self.ctx.blob_dir / blob[:2] / blob[2:]) if self.ctx.blob_dir else f"blob {blob}"
+        self.record(ev.ToolResultsCleared(where=where, tokens_before=self.context_use().tokens))
 
     async def _delta(self, delta: TextDelta) -> None:
         self.faults.crash_at("mid_model_stream")
@@ -288,15 +368,29 @@ class Agent:
             self.record(ev.FileEdited(call_id=call.id, path=edit.path, before_sha256=edit.before_sha256,
                                       after_sha256=edit.after_sha256, diff=edit.diff))
         full = output.full_output
+        blob = self._store_blob(full) if full is not None else None
+        if over_budget(output.content, self.context_config.tool_output_tokens):
+            if full is None:  # the whole text is kept as a blob the model may read
+                full = output.content.encode("utf-8", "surrogateescape")
+                blob = self._store_blob(full)
+            output = self._fit_to_budget(call, output, str(blob))
         # What a tool produced may quote files, output or other agents' text: always data.
         self.record(ev.ToolFinished(
             call_id=call.id, tool=call.name, is_error=output.is_error, content=output.content, untrusted=True,
             duration_s=round(duration_s, 3),
-            blob=self._store_blob(full) if full is not None else ev.UNSET,
+            blob=blob if blob is not None else ev.UNSET,
             full_bytes=len(full) if full is not None else ev.UNSET,
             exit_status=output.exit_status if output.exit_status is not None else ev.UNSET,
             timed_out=True if output.timed_out else ev.UNSET,
         ))
+
+    def _fit_to_budget(self, call: ToolCallBlock, output: ToolOutput, blob: str) -> ToolOutput:
+        """The output cut to the tool-output budget (``agents.budget``); its whole text is
+        the blob ``blob``, which the note names by path."""
+        where = str(self.ctx.blob_dir / blob[:2] / blob[2:]) if self.ctx.blob_dir else f"blob {blob}"
+        fitted = fit_to_budget(output.content, self.context_config.tool_output_tokens, tool=call.name,
+                               input=call.input, blob_path=where)
+        return msgspec.structs.replace(output, content=fitted)
 
     # -- lifecycle points (agents.hooks): each a named call, a no-op without hooks ----------
 

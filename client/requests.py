@@ -94,7 +94,8 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
 
 
 def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.ResumeSession:
-    """The headless ``ResumeSession`` of ``musec run --resume ID`` / ``--continue``."""
+    """The headless ``ResumeSession`` of ``musec run --resume ID`` / ``--continue`` (with
+    ``--model M``: the session goes on with that model)."""
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
     return p.ResumeSession(
@@ -102,5 +103,5 @@ def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.R
         workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
         credentials=credentials(), interactive=False, end_when_idle=True,
         approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(),
-        environment=dict(os.environ),
+        environment=dict(os.environ), model=getattr(args, "model", None) or "",
     )

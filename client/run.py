@@ -32,8 +32,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     task = read_task(args)
     if args.resume and args.continue_:
         raise UsageError("give either --resume ID or --continue, not both")
-    if (args.resume or args.continue_) and args.model:
-        raise UsageError("a resumed session keeps its model; start a new run to use another (--model)")
     if args.resume or args.continue_:
         conn = connect()
         return follow_run(conn, resume_request(conn, args, task), args.output_format)

@@ -20,7 +20,7 @@ from .status import SessionStatus
 
 BUILTIN = {
     "/help": "this list",
-    "/model": "the model, its context window and prices; /model M says how to switch",
+    "/model": "the model, its context window and prices; /model M switches to M from the next request",
     "/cost": "tokens and dollars so far, per agent and model",
     "/agents": "the session's agents and their state",
     "/workers": "the session's fan-out workers",
@@ -79,7 +79,9 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
         out(f"  total ${report.total_usd:.4f}" + (f" · {report.retries} retries" if report.retries else ""))
     elif name == "/agents":
         for a in conn.request(p.ListAgents(id=conn.next_id(), session_id=sid)).agents:
-            out(f"  {a.agent:<16} {a.role:<10} {a.state:<10} in {a.input_tokens:>8} out {a.output_tokens:>7}  ${a.cost_usd:.4f}")
+            context = f"{a.context_percent:.0f}%" if a.context_percent >= 0 else f"{a.context_tokens} tokens"
+            out(f"  {a.agent:<16} {a.role:<10} {a.state:<10} in {a.input_tokens:>8} out {a.output_tokens:>7}  "
+                f"${a.cost_usd:.4f}  context {context}")
     elif name == "/workers":
         reply = conn.request(p.ListWorkers(id=conn.next_id(), session_id=sid))
         if not reply.workers:
@@ -111,19 +113,32 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
 
 
 def _model(ctx: Context, arg: str) -> None:
+    """``/model``: the model, its window, prices and context used; ``/model M`` switches."""
     models = ctx.extra.get("models") or []
     status = ctx.status
+    if arg:
+        from .errors import RequestFailed
+        from .requests import credentials
+
+        try:
+            ctx.conn.request(p.SwitchModel(id=ctx.conn.next_id(), session_id=ctx.session_id, model=arg,
+                                           credentials=credentials()))
+        except RequestFailed as exc:
+            out(f"  the model stays {safe(status.model)}: {safe(str(exc))}")
+            return
+        # (the model_switched event came while this request waited: the status is told here)
+        status.model, status.context_window_tokens = arg, 0
+        status.learn_catalog(models)
+        out(f"  the session goes on with {safe(arg)} from the next request")
+        return
     entry = next((m for m in models if status.model in (m.id, *m.aliases)), None)
-    out(f"  model: {status.model}")
+    out(f"  model: {safe(status.model)}")
     if entry is not None:
         out(f"  context window {entry.context_window_tokens} tokens · ${entry.input_per_mtok}/M in, "
             f"${entry.output_per_mtok}/M out")
     out(f"  {status.context_text()} used")
-    if arg:
-        out(f"  switching a live session's model is not available here yet; leave and run "
-            f"`musec run --resume {safe(ctx.session_id)} --model {safe(arg)}`")
-    elif models:
-        out("  others: " + ", ".join(m.aliases[0] if m.aliases else m.id for m in models[:12]))
+    if models:
+        out("  others: " + ", ".join(m.aliases[0] if m.aliases else m.id for m in models[:12]) + " (/model M switches)")
 
 
 def history_path() -> Path:

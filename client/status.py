@@ -22,7 +22,9 @@ class SessionStatus:
         self.model = model
         self.approval = approval
         self.context_window_tokens = 0
-        self.context_tokens = 0  # the main agent's last request: input + cache read + cache write + output
+        # the main agent's context: its last request's estimate (model_request.context_tokens),
+        # then the provider's count of it and its answer (input + cache read + cache write + output)
+        self.context_tokens = 0
         self.cost_usd = 0.0
         self.agents: dict[str, str] = {}  # live background agents: id -> role
         self.workers: set[str] = set()  # live workers
@@ -34,14 +36,18 @@ class SessionStatus:
         if kind == "session_started":
             self.model = str(ev.get("model") or self.model)
             self.approval = str(ev.get("approval") or self.approval)
+        elif kind == "model_request" and agent == "main":
+            self._context(ev)
         elif kind == "model_response":
             cost = ev.get("cost_usd")
             if isinstance(cost, int | float):
                 self.cost_usd += float(cost)
             usage = ev.get("usage")
             if agent == "main" and isinstance(usage, dict):
-                self.context_tokens = sum(v for k, v in usage.items() if isinstance(v, int)
-                                          and k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
+                reported = sum(v for k, v in usage.items() if isinstance(v, int)
+                               and k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
+                # a provider that reports no usage (the scripted model) keeps the estimate
+                self.context_tokens = reported or self.context_tokens
         elif kind == "agent_spawned" and ev.get("role") != "worker":
             self.agents[str(ev.get("agent", agent))] = str(ev.get("role", ""))
         elif kind in ("agent_stopped", "agent_finished"):
@@ -50,8 +56,17 @@ class SessionStatus:
             self.workers.add(str(ev.get("worker", "")))
         elif kind == "worker_finished":
             self.workers.discard(str(ev.get("worker", "")))
-        elif kind == "model_switched":
+        elif kind == "model_switched" and agent == "main":
             self.model = str(ev.get("model") or self.model)
+            self._context(ev)
+
+    def _context(self, ev: dict[str, Any]) -> None:
+        """The context fields of a ``model_request`` or ``model_switched`` (agents/context.py)."""
+        tokens, window = ev.get("context_tokens"), ev.get("context_window_tokens")
+        if isinstance(tokens, int) and not isinstance(tokens, bool):
+            self.context_tokens = tokens
+        if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+            self.context_window_tokens = window
 
     def learn_catalog(self, models: list[p.ModelInfo]) -> None:
         """Find the model's context window in the catalog (by id or alias)."""

@@ -157,12 +157,26 @@ def cmd_agents(args: argparse.Namespace) -> Exit:
     if args.json:
         out_json([{"agent": a.agent, "role": a.role, "state": a.state, "last_activity_at": a.last_activity_at,
                    "input_tokens": a.input_tokens, "output_tokens": a.output_tokens, "cost_usd": a.cost_usd,
-                   "events": a.events} for a in r.agents])
+                   "events": a.events, "model": a.model, "context_tokens": a.context_tokens,
+                   "context_window_tokens": a.context_window_tokens or None,
+                   "context_percent": a.context_percent if a.context_percent >= 0 else None} for a in r.agents])
         return OK
     for a in r.agents:
         last = age(a.last_activity_at) + " ago" if a.last_activity_at else "never"
-        out(f"{a.agent:<20} {a.role:<9} {a.state:<22} {last:>9}  {a.input_tokens + a.output_tokens:>8} tokens  ${a.cost_usd:.4f}")
+        out(f"{a.agent:<20} {a.role:<9} {a.state:<22} {last:>9}  {a.input_tokens + a.output_tokens:>8} tokens  "
+            f"${a.cost_usd:.4f}  context {_context(a)}")
     return OK
+
+
+def _context(a: p.AgentInfo) -> str:
+    """``41.2k (21% of 200k)``, or ``41.2k`` when the model's window is unknown; ``-`` before
+    the agent's first request."""
+    if not a.context_tokens:
+        return "-"
+    text = f"{a.context_tokens / 1000:.1f}k" if a.context_tokens >= 1000 else str(a.context_tokens)
+    if a.context_window_tokens:
+        text += f" ({a.context_percent:.0f}% of {a.context_window_tokens // 1000}k)"
+    return text
 
 
 def cmd_cost(args: argparse.Namespace) -> Exit:

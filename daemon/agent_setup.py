@@ -136,8 +136,16 @@ def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials:
     from .eventlog import iter_events
 
     def make_worker(agent_id: str, worktree: Path, prompt_suffix: str) -> Agent:
+        extra: list[Any] = []
+        campaign = session.campaign
+        if campaign is not None:  # a kernel campaign's variant ideas: each worker evaluates its own candidate
+            from musec.agents.kernel_opt.tools import campaign_prompt, campaign_tools
+
+            view = campaign.in_worktree(worktree)
+            extra = campaign_tools(view, lambda: session.tool_calls)
+            prompt_suffix += campaign_prompt(view)
         return build_agent(deps, session, req, credentials, agent_id=agent_id, workspace=worktree,
-                           prompt_suffix=prompt_suffix)
+                           extra_tools=extra, prompt_suffix=prompt_suffix)
 
     return FanOut(session, Path(req.workspace), deps.paths.state, make_worker, session.workers,
                   lambda: iter_events(session.log.path), wrap=sandbox_wrap(req))
@@ -195,10 +203,8 @@ def build_agent(
             provider's credentials are missing (the message names the variable).
     """
     from musec.agents.approval import MODES, sandbox_profile
-    from musec.agents.core.errors import AgentError
     from musec.agents.loop import Agent
     from musec.agents.prompt import system_prompt
-    from musec.agents.providers import make_provider
     from musec.agents.tools import default_tools
     from musec.agents.tools.base import SandboxPolicy, ToolContext
 
@@ -208,21 +214,8 @@ def build_agent(
         raise BadRequest(f"unknown sandbox {req.sandbox!r}; use bwrap, seatbelt or off")
     if req.max_turns < 1:
         raise BadRequest("--max-turns must be at least 1")
-    from musec.agents.providers.catalog import load_catalog
-
     workspace = (workspace or Path(req.workspace)).resolve()
-    try:
-        catalog = load_catalog(deps.paths.config)
-        entry = catalog.resolve(req.model)
-        from musec.agents.providers.data_use import training_allowed
-
-        provider = make_provider(req.model, credentials, agent_id=agent_id, http_client=deps.http, catalog=catalog,
-                                 on_retry=lambda notice: _record_retry(session, notice, agent_id),
-                                 limiter=deps.rate_limits, allow_training_data=training_allowed(deps.paths.config, workspace),
-                                 on_rate_limited=lambda wait: session.record(RateLimited(
-                                     agent=agent_id, credential=wait.credential, wait_s=wait.wait_s, reason=wait.reason)))
-    except AgentError as exc:
-        raise BadRequest(str(exc)) from exc
+    entry, provider = _provider(deps, session, req.model, credentials, agent_id, workspace)
     mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if os.uname().sysname == "Darwin" else "bwrap")
     policy = permission_policy(deps.paths, req, workspace)
     ctx = ToolContext(
@@ -234,6 +227,7 @@ def build_agent(
         agent_id=agent_id,
         blackboard=session.blackboard,
         faults=deps.faults,
+        blob_dir=deps.paths.blobs,
     )
     blobs = BlobStore(deps.paths.blobs)
     agent = Agent(
@@ -252,9 +246,75 @@ def build_agent(
         cost_of=entry.cost_usd,
         budget_usd=req.budget_usd,
         faults=deps.faults,
+        context_config=_context_config(deps),
+        window_tokens=entry.context_window_tokens,
     )
     agent.policy = policy
+    agent.model_id = req.model
     return agent
+
+
+def _provider(deps: AgentDeps, session: Session, model: str, credentials: dict[str, str], agent_id: str,
+              workspace: Path) -> tuple[Any, Any]:
+    """The catalog entry of ``model`` and a provider for it, answering for ``agent_id``.
+
+    Raises:
+        BadRequest: the model id is not valid or its provider's credentials are missing
+            (the message names the variable).
+    """
+    from musec.agents.core.errors import AgentError
+    from musec.agents.providers import make_provider
+    from musec.agents.providers.catalog import load_catalog
+    from musec.agents.providers.data_use import training_allowed
+
+    try:
+        catalog = load_catalog(deps.paths.config)
+        entry = catalog.resolve(model)
+        provider = make_provider(model, credentials, agent_id=agent_id, http_client=deps.http, catalog=catalog,
+                                 on_retry=lambda notice: _record_retry(session, notice, agent_id),
+                                 limiter=deps.rate_limits, allow_training_data=training_allowed(deps.paths.config, workspace),
+                                 on_rate_limited=lambda wait: session.record(RateLimited(
+                                     agent=agent_id, credential=wait.credential, wait_s=wait.wait_s, reason=wait.reason)))
+    except AgentError as exc:
+        raise BadRequest(str(exc)) from exc
+    return entry, provider
+
+
+def switch_model(deps: AgentDeps, session: Session, agent: Agent, model: str, credentials: dict[str, str], *,
+                 by: str) -> bool:
+    """Switch ``agent`` to ``model`` from its next request (issue 12 part 7); ``False``
+    when ``model`` is the model it already uses (by catalog id: an alias of it is the same).
+
+    Raises:
+        BadRequest: as ``build_agent`` for the new model; the agent is then unchanged.
+    """
+    from musec.agents.core.errors import AgentError
+    from musec.agents.providers.catalog import load_catalog
+
+    try:
+        catalog = load_catalog(deps.paths.config)
+        same = catalog.resolve(model).id == catalog.resolve(agent.model_id).id
+    except AgentError as exc:
+        raise BadRequest(str(exc)) from exc
+    if same:
+        return False
+    entry, provider = _provider(deps, session, model, credentials, agent.agent_id, agent.ctx.workspace)
+    agent.switch_model(provider, model=model, window_tokens=entry.context_window_tokens, cost_of=entry.cost_usd, by=by)
+    return True
+
+
+def _context_config(deps: AgentDeps) -> Any:
+    """The ``[context]`` table of the person's config (``agents.budget.ContextConfig``).
+
+    Raises:
+        BadRequest: the config file is malformed (the message names the file).
+    """
+    from musec.agents.config import ConfigError, load_user_config
+
+    try:
+        return load_user_config(deps.paths.config).context
+    except ConfigError as exc:
+        raise BadRequest(str(exc)) from exc
 
 
 def net_proxy_socket(session: Any, policy: Any) -> str:

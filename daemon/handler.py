@@ -138,6 +138,9 @@ class Connection:
                 await self._join(msg)
             case p.UserInput() | p.ApprovalAnswer() | p.Interrupt() | p.EndSession():
                 await self._control(msg)
+            case p.SwitchModel():
+                self.host.switch_model(msg)
+                await self.send(p.Ok(id=msg.id))
             case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.ReadLog() | p.VerifyLog():
                 await self.send(await off_loop(self._view, msg))
             case p.ApplyIntegration():

@@ -98,6 +98,21 @@ class SessionHost:
         self._add(session)
         return session, mid_turn, interrupted
 
+    def switch_model(self, req: p.SwitchModel) -> None:
+        """``/model M``: the live session's main agent goes on with ``req.model`` from its
+        next request (a model it already uses changes nothing).
+
+        Raises:
+            SessionNotFound: the session is not live; BadRequest: as ``build_agent``.
+        """
+        from .agent_setup import switch_model
+
+        session = self.live(req.session_id)
+        if session.agent is None:
+            raise BadRequest(f"session {session.id} has no agent to switch yet")
+        credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
+        switch_model(self.deps, session, session.agent, req.model, credentials, by="interactive")
+
     def _add(self, session: Session) -> None:
         self.sessions[session.id] = session
         session.on_end = lambda s: self.sessions.pop(s.id, None)

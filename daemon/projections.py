@@ -30,6 +30,7 @@ from musec.agents.core.events import (
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    ModelSwitched,
     NetConnection,
     PromptBlocked,
     RateLimited,
@@ -42,6 +43,7 @@ from musec.agents.core.events import (
     TestRun,
     ToolFinished,
     ToolInterrupted,
+    ToolResultsCleared,
     ToolStarted,
     TurnEnded,
     UserMessage,
@@ -74,7 +76,8 @@ class WorkersView:
                     u[0] += int(event.usage.get("input_tokens", 0))
                     u[1] += int(event.usage.get("output_tokens", 0))
                     u[2] += float(event.cost_usd)
-            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
+            case (ModelSwitched() | ToolResultsCleared()
+                  | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
                   | AgentMessage() | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
@@ -134,6 +137,8 @@ class AgentActivity:
     events: int = 0
     last: float = 0.0
     state: str = ""
+    model: str = ""
+    context: tuple[int, int, float] = (0, 0, -1.0)  # tokens, window (0: unknown), percent (-1: unknown)
 
 
 @dataclass
@@ -156,10 +161,17 @@ class AgentsView:
                     self.roles[role] = role
             case AgentSpawned():
                 self.roles[event.agent] = event.role
+            case ModelRequest():
+                info.model = event.catalog_id or info.model or event.model
+                _context_of(info, event)
+            case ModelSwitched():
+                info.model = event.model
+                _context_of(info, event)
             case ModelResponse():
                 info.tokens_in += int(event.usage.get("input_tokens", 0))
                 info.tokens_out += int(event.usage.get("output_tokens", 0))
                 info.cost += float(event.cost_usd)
+                _context_of(info, event)
             case WorkerFinished():
                 worker = self.seen.setdefault(f"worker:{event.worker}", AgentActivity(**vars(info)))
                 worker.state = event.exit_reason
@@ -167,7 +179,8 @@ class AgentsView:
                 info.state = "failed, restarting"
             case SessionEnded():
                 self.ended = True
-            case (SessionResumed() | LogRepaired() | TurnEnded() | UserMessage() | AgentMessage() | ModelRequest()
+            case (ToolResultsCleared()
+                  | SessionResumed() | LogRepaired() | TurnEnded() | UserMessage() | AgentMessage()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
                   | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
@@ -198,10 +211,32 @@ def list_agents(index: SessionIndex, session_id: str, request_id: int) -> Any:
             state = live.status
         else:
             state = info.state or ("ended" if view.ended else "stopped")
+        context = info.context
+        running = _live_agent(live, agent)
+        if running is not None:  # with what was added since its last request, estimated
+            fields = running.context_use().fields()
+            context = (fields["context_tokens"], fields["context_window_tokens"], fields["context_percent"])
         out.append(p.AgentInfo(agent=agent, role=role, state=state, last_activity_at=info.last,
                                input_tokens=info.tokens_in, output_tokens=info.tokens_out,
-                               cost_usd=round(info.cost, 8), events=info.events))
+                               cost_usd=round(info.cost, 8), events=info.events, context_tokens=context[0],
+                               context_window_tokens=context[1], context_percent=context[2], model=info.model))
     return p.Agents(id=request_id, session_id=sid, agents=out)
+
+
+def _context_of(info: AgentActivity, event: ModelRequest | ModelResponse | ModelSwitched) -> None:
+    """The context fields an event carries (agents/context.py), kept as the agent's latest."""
+    if isinstance(event.context_tokens, int):
+        window = event.context_window_tokens if isinstance(event.context_window_tokens, int) else 0
+        percent = event.context_percent if isinstance(event.context_percent, float | int) else -1.0
+        info.context = (event.context_tokens, window, float(percent))
+
+
+def _live_agent(live: Any, agent: str) -> Any:
+    """The running ``Agent`` of a live session by id (main, a worker, the scout's), or ``None``."""
+    if live is None:
+        return None
+    found = live.agent if agent == "main" else live.workers.get(agent.removeprefix("worker:")) or live.workers.get(agent)
+    return found if hasattr(found, "context_use") else None
 
 
 @dataclass
@@ -226,7 +261,8 @@ class CostsView:
                 row["cr"] += int(usage.get("cache_read_tokens", 0))
                 row["cw"] += int(usage.get("cache_write_tokens", 0))
                 row["usd"] += float(event.cost_usd)
-            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
+            case (ModelSwitched() | ToolResultsCleared()
+                  | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
                   | AgentMessage() | ModelRequest() | RateLimited() | ApprovalRequested() | ApprovalResolved()
                   | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
@@ -297,7 +333,8 @@ class Counters:
                 self.skills_loaded.add(event.name)
             case ToolStarted():
                 self.tool_calls += 1
-            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
+            case (ModelSwitched() | ToolResultsCleared()
+                  | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
                   | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
                   | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()

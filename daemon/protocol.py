@@ -171,6 +171,7 @@ class ResumeSession(_Msg, tag="resume_session"):
     backlog: bool = False
     redact: list[str] = []
     environment: dict[str, str] = {}  # as StartSession.environment
+    model: str = ""  # switch to this model from the next request (``model_switched``); empty keeps it
 
 
 class Replay(_Msg, tag="replay"):
@@ -211,6 +212,22 @@ class UserInput(_Msg, tag="user_input"):
     text: str
     credentials: dict[str, str] = {}
     client_msg_id: str = ""
+
+
+class SwitchModel(_Msg, tag="switch_model"):
+    """Switch a live session's main agent to ``model`` from its next request on (``/model M``).
+
+    The history is converted for the new model (opaque reasoning dropped whole, tool call
+    ids kept) and ``model_switched`` is logged; naming the session's own model changes nothing.
+
+    Reply: ``Ok``, or ``Error{session_not_found}`` (not live), ``Error{bad_request}`` (an
+    unknown model, missing credentials: the message says which).
+    """
+
+    id: int
+    session_id: str
+    model: str
+    credentials: dict[str, str] = {}
 
 
 class ApprovalAnswer(_Msg, tag="approval_answer"):
@@ -371,7 +388,7 @@ class InspectWorkspace(_Msg, tag="inspect_workspace"):
 
 
 ClientMsg = (
-    Hello | StartSession | ResumeSession | Replay | Attach | UserInput | ApprovalAnswer | Interrupt
+    Hello | StartSession | ResumeSession | Replay | Attach | UserInput | SwitchModel | ApprovalAnswer | Interrupt
     | EndSession | ListSessions | ListModels | Cost | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
     | InspectWorkspace
 )
@@ -577,7 +594,13 @@ class CostReport(_Msg, tag="cost_report"):
 
 
 class AgentInfo(msgspec.Struct, frozen=True):
-    """One agent of a session; ``last_activity_at`` in UNIX seconds."""
+    """One agent of a session; ``last_activity_at`` in UNIX seconds.
+
+    ``context_tokens``: how full its context is (its last request as the provider counted
+    it, plus an estimate of what was added since; ``agents/context.py``);
+    ``context_window_tokens``: its model's window (0: unknown); ``context_percent``: the
+    share in percent (-1: unknown). ``model``: the model it uses now.
+    """
 
     agent: str
     role: str
@@ -587,6 +610,10 @@ class AgentInfo(msgspec.Struct, frozen=True):
     output_tokens: int = 0
     cost_usd: float = 0.0
     events: int = 0
+    context_tokens: int = 0
+    context_window_tokens: int = 0
+    context_percent: float = -1.0
+    model: str = ""
 
 
 class Agents(_Msg, tag="agents"):
@@ -678,7 +705,7 @@ DaemonMsg = (
 # Which reply each plain request causes (the session requests and ``Attach`` answer with
 # a stream instead; see their docstrings). A client checks the reply it gets against it.
 REPLY: dict[type, type] = {
-    Replay: ReplayResult, UserInput: Ok, ApprovalAnswer: Ok, Interrupt: Ok, EndSession: Ok,
+    Replay: ReplayResult, UserInput: Ok, SwitchModel: Ok, ApprovalAnswer: Ok, Interrupt: Ok, EndSession: Ok,
     CollectSessions: Collected, Cost: CostReport, ListAgents: Agents, ListWorkers: Workers,
     ApplyIntegration: Applied, ListModels: Models, ListSessions: Sessions, ReadLog: LogLines,
     VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok, InspectWorkspace: WorkspaceReport,

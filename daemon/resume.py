@@ -36,6 +36,7 @@ from musec.agents.core.events import (
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    ModelSwitched,
     NetConnection,
     PromptBlocked,
     RateLimited,
@@ -48,6 +49,7 @@ from musec.agents.core.events import (
     TestRun,
     ToolFinished,
     ToolInterrupted,
+    ToolResultsCleared,
     ToolStarted,
     TurnEnded,
     UserMessage,
@@ -96,7 +98,7 @@ class ResumeState:
             case TurnEnded():
                 self.in_turn = False
             case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
-                  | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
+                  | ModelResponse() | ModelSwitched() | ToolResultsCleared() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
@@ -160,8 +162,9 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
         from musec.agents.blackboard import Blackboard
 
         session.blackboard = Blackboard() if started.blackboard else None
+        current = current_model(path, started.model)
         start = p.StartSession(
-            id=req.id, workspace=started.workspace, model=started.model,
+            id=req.id, workspace=started.workspace, model=req.model or current,
             approval=req.approval or started.approval,
             max_turns=req.max_turns or started.max_turns,
             credentials=credentials, interactive=req.interactive, end_when_idle=req.end_when_idle,
@@ -192,7 +195,41 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
         session.record(ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
                                        reason="the daemon stopped while it ran"))
     session.record(SessionResumed(pid=os.getpid(), interrupted_calls=[c.call_id for c in cut], approval=start.approval))
+    if req.model:
+        _note_switch(deps, agent, current)
     return session, state.in_turn, [c.call_id for c in cut]
+
+
+def _note_switch(deps: AgentDeps, agent: Any, current: str) -> None:
+    """``--resume ID --model M``: the agent was built with M; log the switch from the
+    session's model ``current`` unless M is that model (by catalog id)."""
+    from musec.agents.providers.catalog import load_catalog
+
+    catalog = load_catalog(deps.paths.config)
+    before = catalog.resolve(current)
+    if catalog.resolve(agent.model_id).id != before.id:
+        agent.record_switch(from_model=current, from_provider=before.provider, by="resume")
+
+
+def current_model(path: Path, started_model: str) -> str:
+    """The main agent's model now: the last ``model_switched`` of ``main`` in the log at
+    ``path``, else the model the session started with. Only lines naming that event type
+    are decoded (a scan of bytes, not a fold of the log)."""
+    import msgspec
+    from musec.agents.core.events import decode_event
+
+    model = started_model
+    needle = b'"type":"model_switched"'
+    with open(path, "rb") as f:
+        for line in f:
+            if needle in line and b'"agent":"main"' in line:
+                try:
+                    event = decode_event(line)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue  # a torn last line: the open has cut it off
+                if isinstance(event, ModelSwitched) and event.model:
+                    model = event.model
+    return model
 
 
 class _ReplayModel:
@@ -239,7 +276,7 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
             prompt = own.system_prompt if own is not None else started.system_prompt
             agent = Agent(
                 agent_id=ev.agent, provider=_ReplayModel(ev.provider, ev.model),
-                tools=_tools_for(offered, started if own is None else None) + _mcp_tools_for(ev.agent, events[: ev.seq]),
+                tools=_tools_for(offered, started, worker=own is not None) + _mcp_tools_for(ev.agent, events[: ev.seq]),
                 ctx=ToolContext(workspace=Path(started.workspace), env={}),
                 record=_no_record, ask=_no_ask, on_delta=_no_delta, approval_mode="auto", max_turns=1,
                 system_prompt=prompt, store_blob=_no_blob, session_id=sid,
@@ -255,6 +292,8 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
     for ev in events:
         if isinstance(ev, ModelRequest):
             agent = agent_for(ev)
+            if (agent.provider.name, agent.provider.model) != (ev.provider, ev.model):
+                agent.provider = _ReplayModel(ev.provider, ev.model)  # the model was switched
             requests += 1
             digest = digests.setdefault(ev.agent, PrefixDigest()).digest(agent)
             if digest != ev.digest and request_digest(agent.build_request()) != ev.digest:
@@ -337,23 +376,24 @@ class PrefixDigest:
         return empty[:at], empty[at:]
 
 
-def _tools_for(names: list[str], started: SessionStarted | None) -> list[Any]:
-    """The tools an agent was offered, in order, as named in its ``session_started`` (main)
-    or ``agent_spawned`` event."""
+def _tools_for(names: list[str], started: SessionStarted, *, worker: bool) -> list[Any]:
+    """The tools an agent was offered, in order, as ``names`` in its ``session_started``
+    (main) or ``agent_spawned`` (``worker``) event: the session's skills for the main agent,
+    a kernel campaign's tools (named by ``started``) for every agent of the campaign."""
     from musec.agents.ask_agent import AskAgentTool
     from musec.agents.skills import Skill, SkillTool
     from musec.agents.tools import default_tools
     from musec.agents.workers.tool import SpawnWorkersTool
 
     offered = [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]
-    if started is not None and started.kernel_spec:
+    if started.kernel_spec:
         from musec.agents.kernel_opt.campaign import Campaign
         from musec.agents.kernel_opt.spec import load_spec
         from musec.agents.kernel_opt.tools import campaign_tools
 
         campaign = Campaign(load_spec(started.kernel_spec), Path(started.workspace), Path(started.workspace))
         offered.extend(campaign_tools(campaign, lambda: 0))  # the same specs; replay runs no tool
-    extensions = started.extensions if started is not None and started.extensions else {}
+    extensions = started.extensions if not worker and started.extensions else {}
     skills = [Skill(s["name"], "", "", s.get("scope", "user")) for s in extensions.get("skills", []) if s.get("model", True)]
     offered.append(SkillTool(skills))
     available = {t.name: t for t in offered}

@@ -81,6 +81,7 @@ class Session:
         self.workers: dict[str, Any] = {}  # worker agents of a fan-out, by agent id
         self.background: dict[str, Any] = {}  # background roles (agents.roles), by role
         self._background_scope: anyio.CancelScope | None = None
+        self._ending: tuple[str, str, str, bool] = ("interrupted", "", "the daemon stopped", False)
         self.blackboard: Any = None  # agents.blackboard.Blackboard, set by the daemon
         self.fanout: Any = None  # agents.workers.run.FanOut, set by the daemon
         self.extensions: Any = None  # agents.extensions.Extensions (daemon/extensions.py)
@@ -280,18 +281,26 @@ class Session:
 
     async def run(self, first_task: str, *, resume_turn: bool = False) -> None:
         """Run the session with its background agents beside it, until it ends."""
-        async with anyio.create_task_group() as tg:
-            self._background_scope = tg.cancel_scope
-            await self._start_mcp(tg)
-            if self.net_proxy is not None:
-                await tg.start(self.net_proxy.serve)  # bound before any command can run
-            for name, agent in self.background.items():
-                await self.lifecycle("AgentStart", {"agent_type": name}, agent=name)
-                tg.start_soon(agent.supervise)
-            try:
-                await self._run(first_task, resume_turn=resume_turn)
-            finally:
-                tg.cancel_scope.cancel()
+        self._ending = ("interrupted", "", "the daemon stopped", False)
+        try:
+            async with anyio.create_task_group() as tg:
+                self._background_scope = tg.cancel_scope
+                await self._start_mcp(tg)
+                if self.net_proxy is not None:
+                    await tg.start(self.net_proxy.serve)  # bound before any command can run
+                for name, agent in self.background.items():
+                    await self.lifecycle("AgentStart", {"agent_type": name}, agent=name)
+                    tg.start_soon(agent.supervise)
+                try:
+                    await self._run(first_task, resume_turn=resume_turn)
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            # Only once every background agent, MCP server and proxy of the session has
+            # stopped (the task group has exited): nothing of theirs is written after
+            # ``session_ended``, and nothing reaches a closed log.
+            reason, result, message, paused = self._ending
+            self._finish(reason, result, message, write=not paused)
 
     async def _start_mcp(self, tg: anyio.abc.TaskGroup) -> None:
         """Start the MCP servers (they stop with the session's task group) and offer the
@@ -419,7 +428,7 @@ class Session:
                         await self.hooks.run("SessionEnd", {"reason": reason})
                 if self._background_scope is not None:
                     self._background_scope.cancel()  # nothing of theirs is written after the end
-                self._finish(reason, result, message, write=not paused)
+                self._ending = (reason, result, message, paused)  # written by ``run`` once they have stopped
 
     def _finish(self, exit_reason: str, result: str, message: str, *, write: bool = True) -> None:
         self.status = exit_reason

@@ -57,6 +57,7 @@ __all__ = [
     "BaselineSnapshot", "Conflict", "ConflictFile", "Durability", "EVENT_TYPES", "Event", "FileEdited", "HookContext",
     "HookRan", "InstructionsAdded", "Integration", "IntegrationApplied", "KernelEvaluated", "LogRepaired",
     "McpServerFailed", "McpServerRestarting", "McpServerStarted", "ModelRequest", "ModelResponse", "ModelRetry",
+    "ModelSwitched", "ToolResultsCleared",
     "NetConnection", "Persistence", "PromptBlocked", "RateLimited", "RepoMap", "Review", "SessionEnded",
     "SessionResumed", "SessionStarted", "SkillLoaded", "TestRun", "ToolFinished", "ToolInterrupted", "ToolStarted",
     "TurnEnded", "UnsetType", "UserMessage", "WorkerFinished", "WorkerSpawned", "decode_event", "event_type",
@@ -190,6 +191,13 @@ class ModelRequest(Event, frozen=True, tag="model_request"):
     messages: int = 0
     endpoint: str = ""
     catalog_id: str = ""
+    # How full the agent's context is with this request (agents/context.py): its size in
+    # characters (the accounting's fold), its estimate in tokens, the model's window (0:
+    # unknown) and the share in percent (-1: unknown). Unset in logs older than them.
+    request_chars: int | UnsetType = UNSET
+    context_tokens: int | UnsetType = UNSET
+    context_window_tokens: int | UnsetType = UNSET
+    context_percent: float | UnsetType = UNSET
 
 
 class ModelResponse(Event, frozen=True, tag="model_response"):
@@ -207,6 +215,33 @@ class ModelResponse(Event, frozen=True, tag="model_response"):
     provider_ids: dict[str, str] = {}
     latency_s: float = 0.0
     cost_usd: float = 0.0
+    # The provider's count of the request and this answer (prompt + output tokens), its
+    # window and share; unset when it reported no input (the scripted model) or in older logs.
+    context_tokens: int | UnsetType = UNSET
+    context_window_tokens: int | UnsetType = UNSET
+    context_percent: float | UnsetType = UNSET
+
+
+class ModelSwitched(Event, frozen=True, tag="model_switched"):
+    """The agent goes on with another model from its next request (``musec run --resume ID
+    --model M``: ``by`` ``resume``; ``/model M``: ``interactive``).
+
+    ``model`` is the model as the person named it (catalog id or alias), ``provider`` its
+    provider; ``from_model``/``from_provider`` the one before. The history fold converts
+    what was said before for it (agents/modelswitch.py): signed thinking and encrypted
+    reasoning are dropped whole (``dropped_blocks`` of them), tool call ids kept. The
+    context fields measure the converted history against the new model's window.
+    """
+
+    model: str = ""
+    provider: str = ""
+    from_model: str = ""
+    from_provider: str = ""
+    by: str = ""
+    dropped_blocks: int = 0
+    context_tokens: int = 0
+    context_window_tokens: int = 0
+    context_percent: float = -1.0
 
 
 class ModelRetry(Event, frozen=True, tag="model_retry"):
@@ -297,6 +332,16 @@ class ToolFinished(Event, frozen=True, tag="tool_finished"):
     full_bytes: int | UnsetType = UNSET
     exit_status: int | None | UnsetType = UNSET
     timed_out: bool | UnsetType = UNSET
+
+
+class ToolResultsCleared(Event, frozen=True, tag="tool_results_cleared"):
+    """Old tool results leave the agent's requests (agents/budget.py): ``where`` maps each
+    call id to the file that keeps its whole result (a blob); the history fold replaces
+    each result by a one-line stub naming the call and that file. ``tokens_before``: the
+    context's estimate before the clearing."""
+
+    where: dict[str, str] = {}
+    tokens_before: int = 0
 
 
 class ToolInterrupted(Event, frozen=True, tag="tool_interrupted"):
@@ -562,8 +607,9 @@ class KernelEvaluated(Event, frozen=True, tag="kernel_evaluated"):
 
 AnyEvent = (
     SessionStarted | SessionResumed | LogRepaired | TurnEnded | SessionEnded
-    | UserMessage | AgentMessage | ModelRequest | ModelResponse | ModelRetry | RateLimited
-    | ApprovalRequested | ApprovalResolved | ToolStarted | FileEdited | ToolFinished | ToolInterrupted | NetConnection
+    | UserMessage | AgentMessage | ModelRequest | ModelResponse | ModelSwitched | ModelRetry | RateLimited
+    | ApprovalRequested | ApprovalResolved | ToolStarted | FileEdited | ToolFinished | ToolResultsCleared | ToolInterrupted
+    | NetConnection
     | InstructionsAdded | SkillLoaded | HookContext | HookRan | PromptBlocked
     | McpServerStarted | McpServerRestarting | McpServerFailed
     | AgentSpawned | AgentFailed | WorkerSpawned | WorkerFinished | Integration | IntegrationApplied
@@ -638,11 +684,11 @@ def persistence(event: AnyEvent) -> Persistence:
     """
     match event:
         case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | UserMessage() | AgentMessage()
-              | ApprovalRequested() | ApprovalResolved() | ToolStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
+              | ModelSwitched() | ApprovalRequested() | ApprovalResolved() | ToolStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
               | WorkerSpawned() | Integration() | IntegrationApplied() | KernelEvaluated()):
             return _AHEAD
         case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()
-              | ToolFinished() | AgentFailed() | WorkerFinished() | TestRun() | BaselineSnapshot() | RepoMap()
+              | ToolFinished() | ToolResultsCleared() | AgentFailed() | WorkerFinished() | TestRun() | BaselineSnapshot() | RepoMap()
               | Review() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
               | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
             return _GROUP

@@ -10,6 +10,7 @@ rebuilds the board from recorded entries, so a resumed campaign keeps its leader
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import time
@@ -70,6 +71,17 @@ class Campaign:
         self.branch = branch_name(spec.name)
         self.started_at = time.time()  # the session's start, set by the role on resume
         self.max_wall_s = spec.max_wall_s
+
+    def in_worktree(self, workspace: Path) -> Campaign:
+        """The same campaign seen from a fan-out worker's worktree (issue 16 part 6: variant
+        ideas tried in parallel): candidates are read from ``workspace``; the leaderboard,
+        the sink, the branch, the budgets and the output files are shared, so every
+        worker's evaluation is ranked on one board and a new best from any of them is
+        committed on the one campaign branch. Evaluations still never overlap on a device
+        (the tools' per-device queue)."""
+        view = copy.copy(self)
+        view.workspace = Path(workspace)
+        return view
 
     def budget_spent(self, tool_calls: int) -> str | None:
         """Why the campaign may not evaluate any more (wall time or tool calls), or None."""

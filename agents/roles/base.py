@@ -42,6 +42,7 @@ from ..core.events import (
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    ModelSwitched,
     NetConnection,
     PromptBlocked,
     RateLimited,
@@ -54,6 +55,7 @@ from ..core.events import (
     TestRun,
     ToolFinished,
     ToolInterrupted,
+    ToolResultsCleared,
     ToolStarted,
     TurnEnded,
     UserMessage,
@@ -126,7 +128,8 @@ class BackgroundAgent:
             case BaselineSnapshot():
                 if event.agent == self.agent_id:
                     self.on_own_baseline_snapshot(event, live=live)
-            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
+            case (ModelSwitched() | ToolResultsCleared()
+                  | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ToolStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review() | KernelEvaluated()

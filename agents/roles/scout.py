@@ -61,7 +61,7 @@ class Scout(BackgroundAgent):
     async def run(self) -> None:
         """Map the repository (``repo_map``), then rescan each file edited in the workspace."""
         self.state = "mapping"
-        await anyio.to_thread.run_sync(self._build_map)
+        await anyio.to_thread.run_sync(self._build_map, abandon_on_cancel=True)
         tests = [f for f in self.files if is_test(f)]
         self.record(RepoMap(files=len(self.files), python_symbols=sum(len(v) for v in self.symbols.values()),
                             test_files=tests[:50]))
@@ -70,7 +70,7 @@ class Scout(BackgroundAgent):
         async for event in self._inbox:  # workspace edits only
             if event.path not in self.files:
                 self.files.append(event.path)
-            await anyio.to_thread.run_sync(self._scan, event.path)
+            await anyio.to_thread.run_sync(self._scan, event.path, abandon_on_cancel=True)
             self.last_activity_at = time.time()
 
     def _build_map(self) -> None:

@@ -28,6 +28,7 @@ from ..core.events import (
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    ModelSwitched,
     NetConnection,
     PromptBlocked,
     RateLimited,
@@ -40,6 +41,7 @@ from ..core.events import (
     TestRun,
     ToolFinished,
     ToolInterrupted,
+    ToolResultsCleared,
     ToolStarted,
     TurnEnded,
     UserMessage,
@@ -82,7 +84,8 @@ class FanoutState:
             case Integration():
                 self.integration = event
                 self.pending, self.pending_finished = [], set()
-            case (SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage() | AgentMessage()
+            case (ModelSwitched() | ToolResultsCleared()
+                  | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()

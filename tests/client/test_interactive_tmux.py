@@ -202,7 +202,16 @@ def test_slash_model_and_cost(musec: Musec, buggy_repo: Path, tmp_path: Path, tm
     term.send("hi", "Enter")
     term.wait_for(lambda s: "Hello." in s and prompt_after(s, "Hello."), "the answer")
     term.send("/model", "Enter")
-    term.wait_for(lambda s: f"model: scripted:{script}" in s and "ctx 0 tokens used" in s, "/model's answer")
+    term.wait_for(lambda s: f"model: scripted:{script}" in s and re.search(r"ctx [0-9.]+k? tokens used", s), "/model's answer")
+    other = _scripted(tmp_path, [[{"text": "never asked"}], [{"text": "From the other model."}]], name="other.json")
+    term.send(f"/model scripted:{other}", "Enter")
+    term.wait_for(lambda s: f"goes on with scripted:{other}" in s, "/model M's answer")
+    term.send("/model nosuch/model", "Enter")
+    term.wait_for(lambda s: "the model stays" in s and "nosuch" in s, "a refused switch")
+    term.send("again", "Enter")
+    term.wait_for(lambda s: "From the other model." in s and prompt_after(s, "From the other model.")
+                  and "scripted:other.json · ctx" in s.rpartition("From the other model.")[2],  # the status line
+                  "the other model's answer and the status line naming it")
     term.send("/cost", "Enter")
     screen = term.wait_for(lambda s: "total $0.0000" in s, "/cost's answer")
     assert "main" in screen.rpartition("/cost")[2]

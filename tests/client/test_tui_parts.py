@@ -37,6 +37,18 @@ def test_the_status_line_folds_usage_cost_and_workers() -> None:
     assert SessionStatus("openai-compat/x").context_text() == "ctx 0 tokens"
 
 
+def test_the_status_line_takes_the_context_of_each_request_and_a_model_switch() -> None:
+    status = SessionStatus("scripted:/x/s.json", "auto")
+    status.fold({"type": "model_request", "agent": "main", "context_tokens": 3_000, "context_window_tokens": 100_000})
+    assert "ctx 3% of 100k" in status.text()
+    status.fold({"type": "model_response", "agent": "main", "usage": {"input_tokens": 0}})  # no report: kept
+    status.fold({"type": "model_request", "agent": "worker:a", "context_tokens": 90_000, "context_window_tokens": 100_000})
+    assert "ctx 3% of 100k" in status.text()
+    status.fold({"type": "model_switched", "agent": "main", "model": "openai/gpt-5", "context_tokens": 3_500,
+                 "context_window_tokens": 400_000})
+    assert status.text().startswith("openai/gpt-5 · ctx 1% of 400k")
+
+
 def test_who_answered_is_said_in_words() -> None:
     r = Renderer(io.StringIO(), color=False)
     r.answered.add("c1")

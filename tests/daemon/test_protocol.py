@@ -38,6 +38,8 @@ CLIENT_MSGS = [
     p.Replay(id=17, session_id="abc"),
     p.CollectSessions(id=18, older_than_s=86400.0, dry_run=True),
     p.UserInput(id=19, session_id="abc", text="again", client_msg_id="m-1"),
+    p.SwitchModel(id=20, session_id="abc", model="openai/gpt-5", credentials={"OPENAI_API_KEY": "k"}),
+    p.ResumeSession(id=21, session_id="abc", model="sonnet"),
     p.ListModels(id=20),
     p.InspectWorkspace(id=21, workspace="/w", environment={"T": "v"}, start_mcp=True),
     p.ListWorkers(id=21, session_id="abc"),

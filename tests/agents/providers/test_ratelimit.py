@@ -143,7 +143,9 @@ async def test_concurrent_calls_share_the_request_budget_from_headers(http_clien
     assert len(registry) == 2
     assert finished["other-key"] < 0.25  # another credential's budget is its own
     same_key = sorted(v for k, v in finished.items() if k != "other-key")
-    assert same_key[-1] >= 3 * 0.3 * 0.8, same_key
+    # The first wait counts from the reset the server stated before ``start`` (a loaded
+    # machine spends part of it before the calls begin); the next two are whole windows.
+    assert same_key[-1] >= 2 * 0.3 * 0.8, same_key
     assert len(waits.items) >= 3 and waits.reasons == {"requests"}
     assert all(0 < w.wait_s <= 0.31 for _, w in waits.items)
     ours = [t for t, r in zip(arrivals, server.requests, strict=True) if r.headers["x-api-key"] == KEY]
