@@ -63,9 +63,9 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
                     err(f"musec: session {end.session_id} {'was not live' if end.exit_reason == 'not_live' else 'ended'}: "
                         f"{end.exit_reason}" + (f" ({end.message})" if end.message else ""))
                 return for_reason(end.exit_reason)
-            case (p.Idle() | p.SessionStarted() | p.Hello() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
+            case (p.Idle() | p.SessionStarted() | p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
                   | p.ReplayResult() | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied()
                   | p.Collected() | p.StatusReply() | p.WorkspaceReport()):
-                pass  # Ok answers an approval sent here; the rest answer nothing this loop asks
+                pass  # Ok answers an approval sent here; the rest answer nothing this loop asks (pieces come joined)
             case _:
                 assert_never(msg)

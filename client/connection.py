@@ -16,7 +16,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -51,8 +51,10 @@ class Connection:
         self.daemon = daemon_hello
         self.peer_pid = peer_pid
         self._frames = p.FrameBuffer()
+        self._joiner = p.EventJoiner()
         self._ready: list[p.DaemonMsg] = []
         self._ids = itertools.count(1)
+        self.last_reply: Any = None
 
     @property
     def compatible(self) -> bool:
@@ -80,16 +82,19 @@ class Connection:
         try:
             self.sock.sendall(frame)
         except OSError as exc:
-            raise DaemonLost("lost the connection to the daemon; check `musec daemon status`") from exc
+            raise self._lost("lost the connection to the daemon") from exc
 
     def _feed(self, data: bytes) -> None:
         try:
             for body in self._frames.feed(data):
-                self._ready.append(p.decode_daemon(body))
+                msg = self._joiner.take(p.decode_daemon(body))
+                if msg is not None:
+                    self._ready.append(msg)
         except p.FrameError as exc:
             raise ProtocolMismatch(
-                f"the daemon sent what this client cannot read ({exc}); it may be another version of musec: "
-                "`musec daemon status` shows it, `musec daemon stop` stops it") from None
+                f"the daemon (pid {self.peer_pid}, still running) sent what this client cannot read ({exc}); "
+                "it may be another version of musec: `musec daemon status` shows it, `musec daemon stop` "
+                "stops it") from None
 
     def recv(self, timeout_s: float | None = None) -> p.DaemonMsg:
         """The next daemon message.
@@ -106,11 +111,54 @@ class Connection:
             except TimeoutError:
                 raise
             except OSError as exc:
-                raise DaemonLost("lost the connection to the daemon") from exc
+                raise self._lost("lost the connection to the daemon") from exc
             if not data:
-                raise DaemonLost("the daemon closed the connection")
+                raise self._lost("the daemon closed the connection")
             self._feed(data)
         return self._ready.pop(0)
+
+    def _lost(self, what: str) -> DaemonLost:
+        """``DaemonLost`` saying whether the daemon process is still there (a connection
+        can be closed by a daemon that goes on serving; it must not be reported stopped)."""
+        alive = daemon_alive(self.peer_pid)
+        if alive:
+            what += (f", but the daemon (pid {self.peer_pid}) is still running; its log says why: "
+                     f"{p.state_home() / 'logs' / 'musecd.log'}")
+        return DaemonLost(what, daemon_alive=alive)
+
+    def stream(self, msg: Any, timeout_s: float | None = 30.0) -> Iterator[p.Event]:
+        """Send ``msg`` (``ReadLog``) and yield the ``Event`` frames of its reply, in order;
+        the reply's last message (``protocol.REPLY``) is then in ``self.last_reply``.
+
+        Raises:
+            RequestFailed, ProtocolMismatch, DaemonBusy, DaemonLost: as ``request``;
+                ``ProtocolMismatch`` also when fewer events came than the reply counts.
+        """
+        expected = p.REPLY[type(msg)]
+        self.send(msg)
+        count = 0
+        while True:
+            try:
+                reply = self.recv(timeout_s)
+            except TimeoutError:
+                raise DaemonBusy(f"the daemon sent nothing for {timeout_s:g} s of {type(msg).__name__}; it may "
+                                 "still be working on it: try again, or see `musec daemon status`") from None
+            if getattr(reply, "id", None) not in (msg.id, 0):
+                continue  # another request's or a followed session's message
+            if isinstance(reply, p.Error):
+                raise RequestFailed(reply.code, reply.message)
+            if isinstance(reply, p.Event):
+                count += 1
+                yield reply
+                continue
+            if not isinstance(reply, expected):
+                raise ProtocolMismatch(f"the daemon answered {type(msg).__name__} with {type(reply).__name__}; it may be "
+                                       "another version: `musec daemon status`")
+            if getattr(reply, "events", count) != count:
+                raise ProtocolMismatch(f"the daemon said it sent {reply.events} events but {count} came; "
+                                       "try again, or see `musec daemon status`")
+            self.last_reply = reply
+            return
 
     def pending(self) -> list[p.DaemonMsg]:
         """Read what the daemon has sent so far without blocking; the messages stay queued
@@ -120,12 +168,12 @@ class Connection:
             while True:
                 data = self.sock.recv(1 << 16)
                 if not data:
-                    raise DaemonLost("the daemon closed the connection")
+                    raise self._lost("the daemon closed the connection")
                 self._feed(data)
         except (BlockingIOError, TimeoutError):
             pass
         except OSError as exc:
-            raise DaemonLost("lost the connection to the daemon") from exc
+            raise self._lost("lost the connection to the daemon") from exc
         finally:
             self.sock.settimeout(None)
         return list(self._ready)
@@ -172,7 +220,7 @@ class Connection:
                 case p.Error():
                     if reply.id in (msg.id, 0):
                         raise RequestFailed(reply.code, reply.message)
-                case p.Event() | p.Delta() | p.Idle() | p.SessionEnded() | p.Resync() | p.SessionStarted():
+                case p.Event() | p.EventPart() | p.Delta() | p.Idle() | p.SessionEnded() | p.Resync() | p.SessionStarted():
                     pass  # a session stream, not this reply
                 case p.Hello():
                     raise ProtocolMismatch("the daemon sent a second Hello; restart it with `musec daemon stop`")
@@ -194,6 +242,27 @@ class Connection:
             self.sock.close()
         except OSError:
             pass
+
+
+def daemon_alive(pid: int) -> bool:
+    """Whether process ``pid`` (the daemon's, from the socket) still exists."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _peer(sock: socket.socket) -> tuple[int, int] | None:

@@ -55,9 +55,17 @@ class ProtocolMismatch(ClientError):
 
 
 class DaemonLost(ClientError):
-    """The daemon went away in the middle of a request."""
+    """The connection to the daemon ended in the middle of a request.
+
+    ``daemon_alive``: the daemon process was still there when it ended (it closed this
+    connection only); the message then says so, never that the daemon stopped.
+    """
 
     condition = Condition.DAEMON_LOST
+
+    def __init__(self, message: str, *, daemon_alive: bool = False) -> None:
+        super().__init__(message)
+        self.daemon_alive = daemon_alive
 
 
 class DaemonBusy(ClientError, TimeoutError):

@@ -58,6 +58,7 @@ FOR_ERROR: dict[p.ErrorCode, Exit] = {
     "bad_frame": Exit.UNREACHABLE,  # the daemon cannot understand this client
     "no_hello": Exit.UNREACHABLE,
     "protocol_mismatch": Exit.UNREACHABLE,
+    "too_large": Exit.GOAL_UNMET,  # a reply no frame could carry; the daemon goes on
 }
 
 

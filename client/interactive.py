@@ -37,6 +37,17 @@ BANNER = ("musec {version} · {model} · approval {approval} · {workspace}\n"
 _SESSION_DEFAULTS = (("model", None), ("workspace", None), ("approval", None), ("max_turns", None), ("sandbox", "auto"))
 
 
+def lost(exc: DaemonLost, session_id: str = "") -> None:
+    """Say that the connection ended: the daemon stopped, or (still running) it closed
+    this connection only; never that a live daemon stopped."""
+    if exc.daemon_alive:
+        err(f"musec: {exc}" + (f"; the session goes on: `musec attach {session_id}` follows it" if session_id else ""))
+    elif session_id:
+        err(f"musec: the daemon stopped; the session's log is kept (`musec resume {session_id}`)")
+    else:
+        err("musec: the daemon stopped; check `musec daemon status`")
+
+
 def _prompt_reader(status: SessionStatus, slash: set[str], workspace: str) -> Callable[[], str]:
     """A prompt: history across sessions, completion, Alt-Enter for a new line, the status line."""
     if not sys.stdin.isatty():
@@ -90,8 +101,8 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
         follower = TurnFollower(conn, req.id, renderer, _trust_asker(conn, req), status=status)
         try:
             session_id = follower.follow()
-        except DaemonLost:
-            err("musec: the daemon stopped; check `musec daemon status`")
+        except DaemonLost as exc:
+            lost(exc)
             return for_condition(Condition.DAEMON_LOST)
         if not session_id:
             return for_condition(Condition.USAGE)
@@ -108,8 +119,8 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             ctx = Context(conn, session_id, status, workspace, renderer.last_result, {"models": models}, slash)
             try:
                 outcome = run_command(text.strip(), ctx)
-            except DaemonLost:
-                err("musec: the daemon stopped; the session's log is kept (`musec resume --last`)")
+            except DaemonLost as exc:
+                lost(exc, session_id)
                 return for_condition(Condition.DAEMON_LOST)
             except Exception as exc:  # noqa: BLE001 - a failed view is one line, the session goes on
                 err(f"musec: {text.strip().split()[0]} failed: {exc}")
@@ -126,8 +137,8 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
         renderer.start_wait()
         try:
             session_id = follower.follow()
-        except DaemonLost:
-            err("musec: the daemon stopped; the session's log is kept (`musec resume --last`)")
+        except DaemonLost as exc:
+            lost(exc, session_id)
             return for_condition(Condition.DAEMON_LOST)
         if session_id == "":
             return Exit.GOAL_UNMET
@@ -323,7 +334,7 @@ class TurnFollower:
                     self.renderer.stop_wait(turn_over=True)
                     out(f"session ended: {stream.ended(msg).exit_reason}")
                     return ""
-                case (p.Hello() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult()
+                case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult()
                       | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected()
                       | p.StatusReply() | p.WorkspaceReport()):
                     pass  # Ok answers a message or an approval sent here

@@ -80,20 +80,20 @@ def _row(e: dict[str, Any]) -> str:
 def cmd_kernels(args: argparse.Namespace) -> Exit:
     """``musec kernels ID [--json]``: the campaign's leaderboard from the session's log."""
     conn = connect()
-    r = conn.request(p.ReadLog(id=conn.next_id(), session_id=args.session_id))
     events = []
-    for line in r.lines:
+    for msg in conn.stream(p.ReadLog(id=conn.next_id(), session_id=args.session_id)):
         try:
-            events.append(json.loads(line))
+            events.append(json.loads(msg.line))
         except ValueError:
             break  # a damaged tail: `musec log verify` says more
+    session_id = conn.last_reply.session_id if conn.last_reply is not None else args.session_id
     board = leaderboard(events)
     if args.json:
         out_json([{k: v for k, v in e.items() if k != "evaluation"} | {"shapes": e.get("evaluation", {}).get("shapes", [])}
                   for e in board])
         return OK
     if not board:
-        out(f"no kernel evaluations in session {r.session_id}")
+        out(f"no kernel evaluations in session {session_id}")
         return OK
     out(f"{'#':>4} {'calls':>6} {'status':<9} {'speedup':>8} {'cand us':>10} {'base us':>10}  candidate / reason")
     for e in board:

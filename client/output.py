@@ -11,16 +11,21 @@ decode to the same value.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, TextIO
 
 _CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None} | {c: None for c in range(0x80, 0xA0)}
 _JSON_RAW = {c: f"\\u{c:04x}" for c in (127, *range(0x80, 0xA0))}
+# Whether there is anything to clean: a search in C, so the usual clean text (a log of
+# 100 MiB) is not walked character by character by ``translate``.
+_HAS_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_HAS_JSON_RAW = re.compile("[\x7f-\x9f]")
 
 
 def safe(text: str) -> str:
     """``text`` without terminal control characters (tab and newline kept)."""
-    return text.translate(_CONTROL)
+    return text.translate(_CONTROL) if _HAS_CONTROL.search(text) else text
 
 
 def safe_json(line: bytes | str) -> str:
@@ -29,8 +34,14 @@ def safe_json(line: bytes | str) -> str:
     Only string contents can hold them, so the result decodes to the same value. Bytes
     that are not UTF-8 become U+FFFD.
     """
-    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-    return text.translate(_JSON_RAW)
+    if isinstance(line, bytes):
+        clean = b"\x7f" not in line and b"\xc2" not in line  # DEL; C1 is \xc2\x80-\x9f in UTF-8
+        text = line.decode("utf-8", "replace")
+        if clean:
+            return text
+    else:
+        text = line
+    return text.translate(_JSON_RAW) if _HAS_JSON_RAW.search(text) else text
 
 
 def out(text: str = "", *, stream: TextIO | None = None, end: str = "\n") -> None:

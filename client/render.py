@@ -22,8 +22,10 @@ from .output import safe
 
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(safe(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    head = " ".join(safe(text[: limit * 16]).split())  # a long text: its head is enough
+    if len(head) <= limit and len(text) > limit * 16:
+        head = " ".join(safe(text).split())  # mostly spaces or control characters
+    return head if len(head) <= limit else head[: limit - 1] + "…"
 
 
 def call_summary(tool: str, input: dict[str, Any]) -> str:

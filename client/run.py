@@ -66,8 +66,11 @@ def follow_run(
             conn.send(p.Interrupt(id=conn.next_id(), session_id=stream.session_id))
             err("\nmusec: interrupting the turn (Ctrl-C again to leave it running)")
             continue
-        except DaemonLost:
-            if stream.session_id:
+        except DaemonLost as exc:
+            if exc.daemon_alive:
+                again = f"; follow the session again with `musec attach {stream.session_id}`" if stream.session_id else ""
+                err(f"musec: {exc}{again}")
+            elif stream.session_id:
                 err(f"musec: the daemon stopped during session {stream.session_id}; nothing acknowledged is lost. "
                     f"Go on with `musec run --resume {stream.session_id}`")
             else:
@@ -111,7 +114,7 @@ def follow_run(
                 return finish_run(output_format, stream.ended(msg))
             case p.Idle():
                 pass  # a headless session ends by itself when idle (end_when_idle)
-            case (p.Hello() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
+            case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
                   | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply() | p.WorkspaceReport()):
                 pass  # replies to requests this loop does not make
             case _:

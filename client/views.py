@@ -62,14 +62,17 @@ def cmd_log(args: argparse.Namespace) -> Exit:
     if len(args.args) != 1:
         raise UsageError("usage: musec log ID [--json] | musec log verify ID")
     conn = connect()
-    r = conn.request(p.ReadLog(id=conn.next_id(), session_id=args.args[0]))
-    for n, line in enumerate(r.lines):
+    # Streamed: one Event frame per line, a long line in pieces (protocol 3), so a log of
+    # any size is printed as it comes, in memory of one event at a time.
+    for msg in conn.stream(p.ReadLog(id=conn.next_id(), session_id=args.args[0])):
+        line = msg.line
         try:
             event = json.loads(line)
             if not isinstance(event, dict):
                 raise ValueError(line)
         except ValueError:
-            err(f"musec: seq {n} is damaged; the log is shown up to it (check it with `musec log verify {r.session_id}`)")
+            err(f"musec: seq {msg.seq} is damaged; the log is shown up to it (check it with "
+                f"`musec log verify {msg.session_id}`)")
             return for_condition(Condition.LOG_DAMAGED)
         if args.json:
             out_json_line(line)

@@ -24,8 +24,9 @@ from musec.agents.core.events import IntegrationApplied
 
 from . import protocol as p
 from .errors import BadRequest, DaemonError
-from .eventlog import read_lines, verify
+from .eventlog import verify
 from .host import SessionHost
+from .logstream import event_batches, send_log
 from .paths import Paths
 from .session import Session
 from .version import musec_version
@@ -64,9 +65,18 @@ class Connection:
         self.name = f"client:{secrets.token_hex(3)}"
 
     async def send(self, msg: Any) -> None:
-        """Send one message (frames of concurrent senders never interleave)."""
+        """Send one message, in as many frames as it needs (``protocol.encode_fitted``);
+        the frames of concurrent senders never interleave.
+
+        Raises:
+            FrameError: no frame can carry ``msg`` (see ``encode_fitted``).
+        """
+        await self.send_bytes(p.encode_fitted(msg))
+
+    async def send_bytes(self, frames: bytes) -> None:
+        """Write whole encoded frames (never interleaved with another sender's)."""
         async with self.send_lock:
-            await self.conn.send(p.encode(msg))
+            await self.conn.send(frames)
 
     async def run(self) -> None:
         """Serve the connection until the client goes or breaks the protocol."""
@@ -123,6 +133,8 @@ class Connection:
         """Handle one request; a failure is answered with an ``Error``, never raised."""
         try:
             await self.handle(msg)
+        except p.FrameError as exc:
+            await self.send(_too_large(getattr(msg, "id", 0), type(msg).__name__, exc))
         except DaemonError as exc:
             await self.send(p.Error(id=getattr(msg, "id", 0), code=exc.code, message=str(exc)))
         except Exception as exc:
@@ -141,7 +153,12 @@ class Connection:
             case p.SwitchModel():
                 self.host.switch_model(msg)
                 await self.send(p.Ok(id=msg.id))
-            case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.ReadLog() | p.VerifyLog():
+            case p.ReadLog():
+                sid = self.index.resolve_id(msg.session_id)
+                path = self.index.log_path(sid)
+                sent = await send_log(self.send_bytes, event_batches(path, msg.id, sid, -1))
+                await self.send(p.LogLines(id=msg.id, session_id=sid, lines=[], log_path=str(path), events=sent))
+            case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.VerifyLog():
                 await self.send(await off_loop(self._view, msg))
             case p.ApplyIntegration():
                 from .apply import apply_integration
@@ -202,9 +219,7 @@ class Connection:
                     self._subscribe(live, msg.id, msg.since_seq)
                     return
                 path = self.index.log_path(sid)
-                for n, line in enumerate(await off_loop(read_lines, path)):
-                    if n > msg.since_seq:
-                        await self.send(p.Event(id=msg.id, session_id=sid, seq=n, line=line))
+                await send_log(self.send_bytes, event_batches(path, msg.id, sid, msg.since_seq))
                 await self.send(p.SessionEnded(id=msg.id, session_id=sid, exit_reason="not_live", log_path=str(path)))
 
     async def _control(self, msg: p.UserInput | p.ApprovalAnswer | p.Interrupt | p.EndSession) -> None:
@@ -225,7 +240,7 @@ class Connection:
                 session.end()
         await self.send(p.Ok(id=msg.id))
 
-    def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.ReadLog | p.VerifyLog) -> p.DaemonMsg:
+    def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog) -> p.DaemonMsg:
         """The reply of a read-only request: a view of a session rebuilt from its log.
 
         Runs in a worker thread (``off_loop``): it reads live sessions only through the
@@ -244,10 +259,6 @@ class Connection:
                 return projections.list_agents(index, msg.session_id, msg.id)
             case p.ListWorkers():
                 return projections.list_workers(index, msg.session_id, msg.id)
-            case p.ReadLog():
-                sid = index.resolve_id(msg.session_id)
-                path = index.log_path(sid)
-                return p.LogLines(id=msg.id, session_id=sid, lines=read_lines(path), log_path=str(path))
             case p.VerifyLog():
                 sid = index.resolve_id(msg.session_id)
                 report = verify(index.log_path(sid))
@@ -259,23 +270,34 @@ class Connection:
                 assert_never(msg)
 
     def _subscribe(self, session: Session, request_id: int, since_seq: int) -> None:
-        sub, backlog = session.attach(request_id, since_seq)
-        self.tg.start_soon(self._forward, session, sub, backlog)
+        sub, upto_seq = session.attach(request_id, since_seq)
+        self.tg.start_soon(self._forward, session, sub, upto_seq)
 
-    async def _forward(self, session: Session, sub: Any, backlog: list[tuple[int, bytes]]) -> None:
+    async def _forward(self, session: Session, sub: Any, upto_seq: int) -> None:
+        """Send the backlog (the log's lines after ``sub.since_seq`` up to ``upto_seq``,
+        read from the file off the loop), then the live stream, until it ends."""
         try:
-            for n, (seq, line) in enumerate(backlog):
-                await self.send(p.Event(id=sub.request_id, session_id=session.id, seq=seq, line=line,
-                                        backlog=True, backlog_end=n == len(backlog) - 1))
+            if upto_seq > sub.since_seq:
+                await send_log(self.send_bytes, event_batches(session.log_path, sub.request_id, session.id,
+                                                              sub.since_seq, upto_seq, backlog=True))
             async with sub.receive:
                 async for msg in sub.receive:
-                    await self.send(msg)
+                    try:
+                        await self.send(msg)
+                    except p.FrameError as exc:  # this message only; the stream goes on
+                        await self.send(_too_large(sub.request_id, type(msg).__name__, exc))
             if sub.cut_off:
                 await self.send(p.Resync(id=sub.request_id, session_id=session.id, last_seq=sub.last_seq))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
             pass
         finally:
             session.detach(sub)
+
+
+def _too_large(request_id: int, what: str, exc: p.FrameError) -> p.Error:
+    return p.Error(id=request_id, code="too_large", message=(
+        f"the daemon could not send a {what} message: {exc}; the daemon is still running, "
+        "and the session's log has everything (`musec log ID --json`)"))
 
 
 async def off_loop(func: Callable[..., T], *args: Any) -> T:

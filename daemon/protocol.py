@@ -34,10 +34,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+import msgspec.structs
 
 # 2: safe defaults (approval "ask", sandbox "auto"), closed sets checked, Hello.sessions.
-PROTOCOL_VERSION = 2
+# 3: logs and events of any size (issue 12 part 8): ``ReadLog`` streams ``Event`` frames and
+#    ends with ``LogLines{events}``; an event over ``EVENT_PIECE_BYTES`` comes as
+#    ``EventPart`` frames and an ``Event{parts}``; ``Error{too_large}``.
+PROTOCOL_VERSION = 3
 MAX_FRAME_BYTES = 16 * 1024 * 1024
+EVENT_PIECE_BYTES = 4 * 1024 * 1024
+"""The most bytes of a log line one frame carries; a longer line is sent in pieces."""
+MAX_EVENT_BYTES = 1024 * 1024 * 1024
+"""The largest event a client puts back together from pieces (a bound on its memory)."""
 _HEADER = struct.Struct(">I")
 
 # --- closed sets of strings on the wire ------------------------------------------------
@@ -62,9 +70,10 @@ IdleReason = Literal[ExitReason, "ready"]
 ErrorCode = Literal[
     "daemon_error", "daemon_already_running", "session_locked", "log_corrupt", "session_not_found",
     "bad_request", "trust_required", "permission_denied", "bad_frame", "no_hello",
-    "protocol_mismatch", "internal", "already_resolved",
+    "protocol_mismatch", "internal", "already_resolved", "too_large",
 ]
-"""``Error.code``: the condition, by name (each ``DaemonError`` subclass has one)."""
+"""``Error.code``: the condition, by name (each ``DaemonError`` subclass has one; ``too_large``:
+a reply that no frame can carry, named in the message; the connection goes on)."""
 ApplyHow = Literal["fast-forward", "merge", "commit", "up-to-date"]
 
 
@@ -335,9 +344,12 @@ class ListSessions(_Msg, tag="list_sessions"):
 
 
 class ReadLog(_Msg, tag="read_log"):
-    """Return a session's log lines (``session_id`` may be a unique prefix).
+    """Send a session's log lines (``session_id`` may be a unique prefix), however long.
 
-    Reply: ``LogLines``, or ``Error{session_not_found}``.
+    Replies: one ``Event`` frame per whole line, in order (``seq`` = the line's number; a
+    line over ``EVENT_PIECE_BYTES`` as pieces, see ``Event``), then ``LogLines`` with no
+    lines and ``events`` = how many were sent, which ends the reply. Or
+    ``Error{session_not_found}``.
     """
 
     id: int
@@ -426,6 +438,13 @@ class Event(_Msg, tag="event"):
 
     ``backlog`` marks events sent from the log on attach (history, not news);
     ``backlog_end`` marks the last of them, after which everything is live.
+
+    A line longer than ``EVENT_PIECE_BYTES`` comes as ``parts`` ``EventPart`` frames (its
+    first pieces, in order, with nothing between them) and then this frame, whose ``line``
+    is the last piece. ``EventJoiner`` (the client's connection) puts the line together,
+    so above the connection every ``Event`` is whole (``parts`` 0). Splitting was chosen
+    over cutting fields: an attached client, ``musec log --json`` and ``stream-json``
+    then see every event byte for byte as logged, and the hash chain still checks.
     """
 
     id: int
@@ -434,6 +453,16 @@ class Event(_Msg, tag="event"):
     line: bytes
     backlog: bool = False
     backlog_end: bool = False
+    parts: int = 0
+
+
+class EventPart(_Msg, tag="event_part"):
+    """A piece of a log line too long for one frame (``Event``); ``data``: its bytes."""
+
+    id: int
+    session_id: str
+    seq: int
+    data: bytes
 
 
 class Delta(_Msg, tag="delta"):
@@ -503,10 +532,15 @@ class Sessions(_Msg, tag="sessions"):
 
 
 class LogLines(_Msg, tag="log_lines"):
+    """The end of a ``ReadLog`` reply: ``events`` lines were sent before it as ``Event``
+    frames. ``lines`` is empty from protocol 3 on (it held the whole log in one frame,
+    which a log over the frame limit could not be)."""
+
     id: int
     session_id: str
     lines: list[bytes]
     log_path: str = ""
+    events: int = 0
 
 
 class VerifyResult(_Msg, tag="verify_result"):
@@ -696,7 +730,7 @@ class WorkspaceReport(_Msg, tag="workspace_report"):
 
 
 DaemonMsg = (
-    Hello | Error | Ok | SessionStarted | Event | Delta | Idle | SessionEnded | Resync
+    Hello | Error | Ok | SessionStarted | Event | EventPart | Delta | Idle | SessionEnded | Resync
     | Sessions | LogLines | VerifyResult | ReplayResult | Models | CostReport | Agents | Workers | Applied | Collected | StatusReply
     | WorkspaceReport
 )
@@ -854,6 +888,103 @@ def encode(msg: Any) -> bytes:
     if len(body) > MAX_FRAME_BYTES:
         raise FrameError(f"frame of {len(body)} bytes is over the {MAX_FRAME_BYTES}-byte maximum")
     return _HEADER.pack(len(body)) + body
+
+
+_CUT_CHARS = 64 * 1024
+
+
+def encode_fitted(msg: Any) -> bytes:
+    """Encode one daemon message as one or more frames, each under ``MAX_FRAME_BYTES``.
+
+    What could outgrow a frame is fitted by its kind: an ``Event`` with a long line is
+    sent in pieces (``event_frames``); a long ``Delta`` is split into several (deltas
+    join by concatenation); the ``result`` and ``message`` of an ``Idle`` or
+    ``SessionEnded`` too long for a frame are cut to their first 64 KiB characters with a
+    note (the whole text is in the logged ``turn_ended``/``session_ended`` event, which
+    comes whole as an ``Event``).
+
+    Raises:
+        FrameError: ``msg`` is another kind and over the limit (answered
+            ``Error{too_large}`` by the daemon).
+    """
+    if isinstance(msg, Event):
+        return event_frames(msg.id, msg.session_id, msg.seq, msg.line, backlog=msg.backlog,
+                            backlog_end=msg.backlog_end)
+    try:
+        return encode(msg)
+    except FrameError:
+        if isinstance(msg, Delta):
+            step = EVENT_PIECE_BYTES // 4  # characters: at most 4 UTF-8 bytes each
+            return b"".join(encode(msgspec.structs.replace(msg, text=msg.text[i: i + step]))
+                            for i in range(0, len(msg.text), step))
+        if isinstance(msg, Idle | SessionEnded):
+            fields: dict[str, str] = {}
+            for name in ("result", "message"):
+                text = getattr(msg, name, "")
+                if len(text) > _CUT_CHARS:
+                    fields[name] = (text[:_CUT_CHARS] + f"\n[cut: {len(text) - _CUT_CHARS} more characters; the whole "
+                                    "text is in the session's log]")
+            return encode(msgspec.structs.replace(msg, **fields))
+        raise
+
+
+def event_frames(request_id: int, session_id: str, seq: int, line: bytes, *, backlog: bool = False,
+                 backlog_end: bool = False, piece_bytes: int = EVENT_PIECE_BYTES) -> bytes:
+    """The frames of one log line as an ``Event``: one frame, or ``EventPart`` frames of
+    ``piece_bytes`` and a last ``Event`` when the line is longer (send them together:
+    nothing may come between them)."""
+    if len(line) <= piece_bytes:
+        return encode(Event(id=request_id, session_id=session_id, seq=seq, line=line, backlog=backlog,
+                            backlog_end=backlog_end))
+    view = memoryview(line)
+    cuts = range(0, len(line), piece_bytes)
+    pieces = [encode(EventPart(id=request_id, session_id=session_id, seq=seq, data=bytes(view[i: i + piece_bytes])))
+              for i in cuts[:-1]]
+    last = Event(id=request_id, session_id=session_id, seq=seq, line=bytes(view[cuts[-1]:]), backlog=backlog,
+                 backlog_end=backlog_end, parts=len(pieces))
+    return b"".join([*pieces, encode(last)])
+
+
+class EventJoiner:
+    """Puts events sent in pieces (``EventPart`` ... ``Event{parts}``) back together.
+
+    ``take`` each decoded daemon message in order: it returns the message to act on, or
+    ``None`` for a piece kept until its event is whole. Memory is bounded by
+    ``max_event_bytes``.
+    """
+
+    def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
+        self._max = max_event_bytes
+        self._key: tuple[int, str, int] | None = None
+        self._pieces: list[bytes] = []
+        self._size = 0
+
+    def take(self, msg: DaemonMsg) -> DaemonMsg | None:
+        """The message to hand on (an ``Event`` whole), or ``None`` while pieces come.
+
+        Raises:
+            FrameError: pieces out of order, interleaved with another message, not as many
+                as announced, or a joined event over ``max_event_bytes``.
+        """
+        if isinstance(msg, EventPart):
+            key = (msg.id, msg.session_id, msg.seq)
+            if self._key is not None and key != self._key:
+                raise FrameError(f"a piece of event seq {msg.seq} came inside event seq {self._key[2]}")
+            self._key = key
+            self._size += len(msg.data)
+            if self._size > self._max:
+                raise FrameError(f"event seq {msg.seq} is over the {self._max}-byte limit of a joined event")
+            self._pieces.append(msg.data)
+            return None
+        if self._key is None:
+            if isinstance(msg, Event) and msg.parts:
+                raise FrameError(f"event seq {msg.seq} announces {msg.parts} pieces that never came")
+            return msg
+        if not isinstance(msg, Event) or (msg.id, msg.session_id, msg.seq) != self._key or msg.parts != len(self._pieces):
+            raise FrameError(f"the pieces of event seq {self._key[2]} were cut off by another message")
+        line = b"".join([*self._pieces, msg.line])
+        self._key, self._pieces, self._size = None, [], 0
+        return msgspec.structs.replace(msg, line=line, parts=0)
 
 
 def decode_client(body: bytes) -> ClientMsg:

@@ -31,7 +31,7 @@ from musec.agents.core.events import (
 
 from . import protocol as p
 from .errors import BadRequest
-from .eventlog import EventLog, read_lines
+from .eventlog import EventLog
 from .projections import Counters
 
 log = structlog.get_logger("musec.session")
@@ -171,19 +171,21 @@ class Session:
 
     # -- clients ------------------------------------------------------------------
 
-    def attach(self, request_id: int, since_seq: int) -> tuple[Subscriber, list[tuple[int, bytes]]]:
-        """Subscribe; return the subscriber and the backlog after ``since_seq``.
+    def attach(self, request_id: int, since_seq: int) -> tuple[Subscriber, int]:
+        """Subscribe; return the subscriber and the last seq of its backlog.
 
-        Reading the backlog and subscribing happen with no await between them, and every
-        append goes through ``record`` on this same thread, so nothing is missed or
-        repeated.
+        The backlog is the log's lines after ``since_seq`` up to that seq: every one is in
+        the file already (``record`` writes before it returns), and every later event
+        goes to the subscriber's stream, so a caller that sends the backlog from the file
+        and then the stream misses and repeats nothing. Nothing is read here: a log of
+        any size is attached to in constant time and memory (issue 12 part 8).
         """
-        backlog = [(n, line) for n, line in enumerate(read_lines(self.log.path)) if n > since_seq]
+        upto_seq = self.log.next_seq - 1
         sub = Subscriber(request_id)
         sub.since_seq = since_seq
-        sub.last_seq = backlog[-1][0] if backlog else since_seq
+        sub.last_seq = max(upto_seq, since_seq)
         self.subscribers.append(sub)
-        return sub, backlog
+        return sub, upto_seq
 
     def detach(self, sub: Subscriber) -> None:
         if sub in self.subscribers:

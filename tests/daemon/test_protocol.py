@@ -57,6 +57,8 @@ DAEMON_MSGS = [
     p.Ok(id=2),
     p.SessionStarted(id=3, session_id="s", log_path="/l"),
     p.Event(id=4, session_id="s", seq=0, line=b'{"seq":0}'),
+    p.Event(id=4, session_id="s", seq=1, line=b'0}', backlog=True, backlog_end=True, parts=2),
+    p.EventPart(id=4, session_id="s", seq=1, data=b'{"seq":1,"x":"'),
     p.Delta(id=5, session_id="s", agent="main", text="hi", kind="thinking"),
     p.Delta(id=5, session_id="s", agent="main", text="hi"),
     p.Idle(id=6, session_id="s", exit_reason="finished", result="done"),
@@ -68,6 +70,7 @@ DAEMON_MSGS = [
                                p.SessionInfo("t", "", 0.0, 0.0, "broken", "")]),
     p.Sessions(id=9, sessions=[]),
     p.LogLines(id=10, session_id="s", lines=[b"a", b"", b"\n"], log_path="/l"),
+    p.LogLines(id=10, session_id="s", lines=[], log_path="/l", events=7),
     p.VerifyResult(id=11, session_id="s", ok=False, events=2, problems=["x"]),
     p.SessionStarted(id=3, session_id="s", log_path="/l", resumed=True, interrupted_calls=["c1"]),
     p.ReplayResult(id=13, session_id="s", ok=True, events=9, model_requests=2, turns=2, next_request_digest="ab"),
@@ -339,3 +342,78 @@ def test_a_deep_home_gets_a_short_socket_in_the_runtime_dir(tmp_path) -> None:
     assert "MUSEC_SOCKET" in (p.socket_path_problem(lone) or "")
     short = p.socket_path({"MUSEC_HOME": "/tmp/h", "XDG_RUNTIME_DIR": "/run/user/1000"})
     assert short == Path("/tmp/h/run/musecd.sock")
+
+
+# --- events of any size (protocol 3, issue 12 part 8) -------------------------------------
+
+
+def _joined(stream: bytes, cuts: list[int]) -> list[msgspec.Struct]:
+    """What a client's connection hands on: frames split at ``cuts``, decoded, joined."""
+    buf, joiner, got, prev = p.FrameBuffer(), p.EventJoiner(), [], 0
+    for cut in [*cuts, len(stream)]:
+        for body in buf.feed(stream[prev:cut]):
+            msg = joiner.take(p.decode_daemon(body))
+            if msg is not None:
+                got.append(msg)
+        prev = cut
+    assert buf.pending == 0
+    return got
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.binary(max_size=60), st.booleans()), min_size=1, max_size=6),
+       st.integers(1, 16), st.data())
+def test_lines_of_any_length_come_whole_after_pieces(lines: list[tuple[bytes, bool]], piece: int,
+                                                      data: st.DataObject) -> None:
+    """Any lines, any piece size, the stream split at any points, other messages between
+    events: every event comes out whole, once, in order, as if sent in one frame."""
+    stream, want = b"", []
+    for seq, (line, backlog) in enumerate(lines):
+        stream += p.event_frames(3, "s", seq, line, backlog=backlog, backlog_end=backlog, piece_bytes=piece)
+        stream += p.encode(p.Delta(id=3, session_id="s", agent="main", text="between"))
+        want += [p.Event(id=3, session_id="s", seq=seq, line=line, backlog=backlog, backlog_end=backlog),
+                 p.Delta(id=3, session_id="s", agent="main", text="between")]
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
+    assert _joined(stream, cuts) == want
+
+
+def test_a_line_over_the_piece_size_is_sent_in_frames_under_the_limit() -> None:
+    line = b'{"seq":5,"text":"' + b"x" * (2 * p.EVENT_PIECE_BYTES + 11) + b'"}'
+    stream = p.encode_fitted(p.Event(id=1, session_id="s", seq=5, line=line))
+    bodies = p.FrameBuffer().feed(stream)
+    assert len(bodies) == 3 and all(len(b) <= p.MAX_FRAME_BYTES for b in bodies)
+    kinds = [type(p.decode_daemon(b)).__name__ for b in bodies]
+    assert kinds == ["EventPart", "EventPart", "Event"]
+    assert _joined(stream, []) == [p.Event(id=1, session_id="s", seq=5, line=line)]
+
+
+def test_a_long_delta_is_split_and_a_long_result_cut_with_a_note() -> None:
+    text = "é" * (p.MAX_FRAME_BYTES // 2 + 1)  # 2 bytes a character: over the limit
+    stream = p.encode_fitted(p.Delta(id=1, session_id="s", agent="main", text=text))
+    deltas = [p.decode_daemon(b) for b in p.FrameBuffer().feed(stream)]
+    assert len(deltas) > 1 and "".join(d.text for d in deltas) == text
+    for end in (p.Idle(id=1, session_id="s", exit_reason="finished", result=text),
+                p.SessionEnded(id=1, session_id="s", exit_reason="finished", result=text, message=text)):
+        (body,) = p.FrameBuffer().feed(p.encode_fitted(end))
+        got = p.decode_daemon(body)
+        assert got.result.startswith(text[:1000]) and "more characters; the whole text is in the session's log" in got.result
+    with pytest.raises(p.FrameError, match="over the"):  # anything else: the daemon answers too_large
+        p.encode_fitted(p.Sessions(id=1, sessions=[p.SessionInfo("s", "/w", 0.0, 0.0, "x", "t" * p.MAX_FRAME_BYTES)]))
+
+
+@pytest.mark.parametrize("msgs, problem", [
+    ([p.EventPart(id=1, session_id="s", seq=2, data=b"a"), p.Delta(id=1, session_id="s", agent="m", text="x")],
+     "cut off by another message"),
+    ([p.EventPart(id=1, session_id="s", seq=2, data=b"a"), p.EventPart(id=1, session_id="s", seq=3, data=b"b")],
+     "came inside event seq 2"),
+    ([p.EventPart(id=1, session_id="s", seq=2, data=b"a"), p.Event(id=1, session_id="s", seq=2, line=b"b", parts=2)],
+     "cut off"),
+    ([p.Event(id=1, session_id="s", seq=2, line=b"b", parts=1)], "never came"),
+    ([p.EventPart(id=1, session_id="s", seq=2, data=b"abc"), p.EventPart(id=1, session_id="s", seq=2, data=b"def")],
+     "over the 5-byte limit"),
+])
+def test_pieces_out_of_order_are_a_frame_error(msgs: list[msgspec.Struct], problem: str) -> None:
+    joiner = p.EventJoiner(max_event_bytes=5)
+    with pytest.raises(p.FrameError, match=problem):
+        for msg in msgs:
+            joiner.take(msg)
