@@ -12,7 +12,8 @@ Each trial starts a fresh daemon, then a client process (this one) sends
 ``ResumeSession`` and times it until the daemon answers ``SessionStarted``: the daemon has
 opened the log (lock, torn-tail check), folded every event into the agent's history and
 the session's state, and hosts the session again. The daemon's peak RSS growth over that
-request is read from ``/proc/PID/status`` (``VmHWM``). Baseline: the small session resumed
+request is read from ``/proc/PID/status`` (``VmHWM``), and its resident memory once the
+session has ended again (``VmRSS``: what the daemon keeps after large-log work). Baseline: the small session resumed
 the same way; candidate: the large one; pairs interleaved (A B, B A, ...), per-pair ratios.
 Targets (issue 4): at most 2 s and 200 MiB RSS for 100 MiB.
 """
@@ -47,6 +48,7 @@ class Resume:
     seconds: float
     peak_mib: float
     growth_mib: float
+    after_mib: float
 
 
 def make_session(home: str, work: Path, name: str) -> str:
@@ -94,11 +96,11 @@ def grow(path: Path, mib: int) -> int:
     return repeats
 
 
-def _vm_hwm_mib(pid: int) -> float:
+def _vm_hwm_mib(pid: int, field: str = "VmHWM") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
-    raise SystemExit("no VmHWM in /proc: this bench needs Linux")
+    raise SystemExit(f"no {field} in /proc: this bench needs Linux")
 
 
 def resume_once(sid: str) -> Resume:
@@ -122,11 +124,17 @@ def resume_once(sid: str) -> Resume:
                 break
         seconds = time.perf_counter() - t0
         peak = _vm_hwm_mib(pid)
-        conn.request(p.EndSession(id=2, session_id=sid))
+        conn.send(p.EndSession(id=2, session_id=sid))
+        while not isinstance(conn.recv(120), p.SessionEnded):
+            pass
+        status = connect(start=False)  # a round trip after the end: the daemon is idle again
+        status.request(p.Status(id=3))
+        status.close()
+        after = _vm_hwm_mib(pid, "VmRSS")
         conn.close()
     finally:
         subprocess.run([MUSEC, "daemon", "stop"], capture_output=True)
-    return Resume(seconds, peak, peak - before)
+    return Resume(seconds, peak, peak - before, after)
 
 
 def main() -> None:
@@ -157,6 +165,7 @@ def main() -> None:
     print_ratios("ResumeSession -> SessionStarted", [(a.seconds, b.seconds) for a, b in pairs], " s", ".3f")
     print_ratios("daemon peak RSS", [(a.peak_mib, b.peak_mib) for a, b in pairs], " MiB", ".1f")
     print_ratios("daemon peak RSS growth", [(a.growth_mib, b.growth_mib) for a, b in pairs], " MiB", ".1f")
+    print_ratios("daemon RSS after the session ended", [(a.after_mib, b.after_mib) for a, b in pairs], " MiB", ".1f")
     worst = max(b.seconds for _, b in pairs), max(b.peak_mib for _, b in pairs)
     print(f"large log, worst of {args.pairs}: {worst[0]:.2f} s, {worst[1]:.0f} MiB peak RSS "
           f"(targets for 100 MiB: 2 s, 200 MiB)")

@@ -244,8 +244,35 @@ class Connection:
             pass
 
 
-def daemon_alive(pid: int) -> bool:
-    """Whether process ``pid`` (the daemon's, from the socket) still exists."""
+def daemon_alive(pid: int, wait_s: float = 2.0) -> bool:
+    """Whether the daemon of process ``pid`` still runs, after a connection to it ended.
+
+    A daemon that answers a new connection's ``Hello`` with this pid runs. One that does
+    not is stopping or stopped: its process is given ``wait_s`` to be gone (the kernel
+    closes a killed process's sockets a moment before the process is reaped); a process
+    still there after that is a daemon that runs but does not answer, never "stopped".
+    """
+    if not _process_exists(pid):
+        return False
+    try:
+        other = try_connect(timeout_s=3)
+    except DaemonNotRunning:
+        other = None
+    if other is not None:
+        same = other.peer_pid == pid or other.daemon.pid == pid
+        other.close()
+        if same:
+            return True
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not _process_exists(pid):
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
     if pid <= 0:
         return False
     try:
@@ -254,15 +281,11 @@ def daemon_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
     except (OSError, IndexError):
-        return False
+        return True  # no /proc (macOS): kill(0) said it is there
 
 
 def _peer(sock: socket.socket) -> tuple[int, int] | None:

@@ -10,10 +10,12 @@ import struct
 import subprocess
 
 import pytest
-from musec.client.connection import Connection
+from musec.client.connection import Connection, connect
 from musec.client.errors import DaemonLost, ProtocolMismatch
 from musec.client.interactive import lost
 from musec.daemon import protocol as p
+
+from tests.conftest import Musec
 
 HELLO = p.Hello(protocol_version=p.PROTOCOL_VERSION, version="test", role="daemon", pid=1)
 
@@ -23,13 +25,20 @@ def _pair(daemon_pid: int) -> tuple[Connection, socket.socket]:
     return Connection(ours, HELLO, daemon_pid), theirs
 
 
-def test_a_connection_closed_by_a_live_daemon_says_it_still_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    conn, theirs = _pair(os.getpid())  # this process stands for a daemon that is alive
-    theirs.close()
+def test_a_connection_closed_by_a_live_daemon_says_it_still_runs(
+        musec: Musec, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MUSEC_HOME", str(musec.home))
+    monkeypatch.delenv("MUSEC_SOCKET", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    assert musec("daemon", "start").returncode == 0
+    conn = connect(start=False)
+    conn.sock.sendall(struct.pack(">I", p.MAX_FRAME_BYTES + 1))  # the daemon answers and closes this connection
+    refused = conn.recv(30)
+    assert isinstance(refused, p.Error) and refused.code == "bad_frame"
     with pytest.raises(DaemonLost) as caught:
-        conn.recv(5)
+        conn.recv(30)
     assert caught.value.daemon_alive
-    assert f"the daemon (pid {os.getpid()}) is still running" in str(caught.value)
+    assert f"the daemon (pid {musec.daemon_pid()}) is still running" in str(caught.value)
     lost(caught.value, "abc")
     said = capsys.readouterr().err
     assert "still running" in said and "stopped" not in said and "musec attach abc" in said
