@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from musec.agents.core.events import SessionEnded, SessionStarted, UserMessage
 from musec.client import connection
 from musec.daemon import protocol as p
 from musec.daemon.eventlog import EventLog, verify
@@ -25,14 +26,14 @@ def write_big_log(path: Path, workspace: Path, total_bytes: int, *, huge_event_b
     ``huge_event_bytes`` in the middle), then ``session_ended``. Returns the events written."""
     log = EventLog.create(path)
     try:
-        log.append("session_started", workspace=str(workspace), model="scripted:none", tools=[], title="big")
+        log.append(SessionStarted(workspace=str(workspace), model="scripted:none", title="big"))
         chunk = "lorem ipsum dolor sit amet " * (256 * 1024 // 27)
         n = 0
         while os.lseek(log._fd, 0, os.SEEK_CUR) < total_bytes:
             text = "h" * huge_event_bytes if huge_event_bytes and n == 100 else f"{n} {chunk}"
-            log.append("user_message", text=text)
+            log.append(UserMessage(text=text))
             n += 1
-        log.append("session_ended", exit_reason="finished", result="", message="", turns=0, usage={}, cost_usd=0.0)
+        log.append(SessionEnded(exit_reason="finished"))
         return log.next_seq
     finally:
         log.close()
