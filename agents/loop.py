@@ -40,6 +40,10 @@ class Recorder(Protocol):
     def __call__(self, event: ev.AnyEvent) -> ev.AnyEvent: ...
 
 
+async def _already_durable() -> None:
+    """``Agent.durable`` of a recorder that fsyncs write-ahead events itself."""
+
+
 def _unknown_inputs(tool: Tool, input: dict[str, Any]) -> list[str]:
     """Input keys the tool's schema does not name (a misspelt ``timeout`` must not be ignored)."""
     properties = tool.spec.input_schema.get("properties")
@@ -140,6 +144,10 @@ class Agent:
         self.cost_of = cost_of
         self.budget_usd = budget_usd
         self.faults = faults
+        self.durable: Callable[[], Awaitable[None]] = _already_durable
+        """Awaited after ``tool_started`` is recorded, before the tool runs: returns once
+        the log holds it on disk (the daemon's group commit, off the event loop; a
+        recorder that makes write-ahead events durable itself needs nothing here)."""
         self.history = History(agent_id)
         self.context_config = context_config or ContextConfig()
         self.window_tokens = window_tokens
@@ -347,6 +355,7 @@ class Agent:
                                         rule=verdict.rule, source=verdict.source))
             return
         self.record(ev.ToolStarted(call_id=call.id, tool=call.name, input=call.input, rule=verdict.rule, source=verdict.source))
+        await self.durable()  # write-ahead: the start is on disk before the tool runs
         self.faults.crash_at("after_tool_started")
         t0 = time.monotonic()
         try:

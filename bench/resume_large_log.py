@@ -127,6 +127,7 @@ def resume_once(sid: str) -> Resume:
         conn.send(p.EndSession(id=2, session_id=sid))
         while not isinstance(conn.recv(120), p.SessionEnded):
             pass
+        time.sleep(1.0)  # the daemon lets go of the session after its end was sent
         status = connect(start=False)  # a round trip after the end: the daemon is idle again
         status.request(p.Status(id=3))
         status.close()

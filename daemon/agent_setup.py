@@ -251,6 +251,7 @@ def build_agent(
     )
     agent.policy = policy
     agent.model_id = req.model
+    agent.durable = session.durable  # tool starts are fsynced off the loop, in group commits
     return agent
 
 

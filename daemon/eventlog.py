@@ -161,6 +161,7 @@ class EventLog:
         self.redact = redactor
         self.faults = faults
         self._unsynced = False
+        self.durable_through = next_seq - 1  # the last seq known to be on disk (fsynced)
 
     # -- opening ------------------------------------------------------------------
 
@@ -222,9 +223,11 @@ class EventLog:
         h = chain_hash(self.last_h, body)
         return body[:-1] + b',"h":"' + h.encode("ascii") + b'"}', h
 
-    def append(self, event: AnyEvent) -> tuple[AnyEvent, bytes]:
+    def append(self, event: AnyEvent, *, defer_sync: bool = False) -> tuple[AnyEvent, bytes]:
         """Append one event; return it with its ``seq`` and ``ts`` set, and the line
-        written (no newline). A write-ahead event (``persistence``) is fsynced first.
+        written (no newline). A write-ahead event (``persistence``) is fsynced first,
+        unless ``defer_sync``: then the caller makes it durable (``daemon.commit``: a group
+        commit off the event loop) before the side effect it announces starts.
 
         The event returned is the caller's, unredacted: what runs and what the model sees
         are the exact values; only the line is redacted.
@@ -244,9 +247,10 @@ class EventLog:
             written = os.write(self._fd, data)
             if written != len(data):
                 raise OSError(28, "short write to the event log")
-            if persistence(event).durability is Durability.WRITE_AHEAD:
+            if persistence(event).durability is Durability.WRITE_AHEAD and not defer_sync:
                 os.fsync(self._fd)
                 self._unsynced = False
+                self.durable_through = self.next_seq
             else:
                 self._unsynced = True
         except OSError:
@@ -260,9 +264,21 @@ class EventLog:
         return event, line
 
     def sync(self) -> None:
-        """Make every appended line durable (the group commit)."""
+        """Make every appended line durable (the group commit), here and now."""
         if self._unsynced:
             os.fsync(self._fd)
+            self._unsynced = False
+            self.durable_through = self.next_seq - 1
+
+    def dup_fd(self) -> int:
+        """A new descriptor of the log file (for an fsync in another thread: closing the
+        log cannot take it away mid-call). The caller closes it."""
+        return os.dup(self._fd)
+
+    def synced(self, through_seq: int) -> None:
+        """Note that an fsync begun when ``through_seq`` was the last line has returned."""
+        self.durable_through = max(self.durable_through, through_seq)
+        if self.durable_through >= self.next_seq - 1:
             self._unsynced = False
 
     def close(self) -> None:

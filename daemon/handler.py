@@ -27,6 +27,7 @@ from .errors import BadRequest, DaemonError
 from .eventlog import verify
 from .host import SessionHost
 from .logstream import event_batches, send_log
+from .memory import release_memory
 from .paths import Paths
 from .session import Session
 from .version import musec_version
@@ -160,6 +161,7 @@ class Connection:
                 await self.send(p.LogLines(id=msg.id, session_id=sid, lines=[], log_path=str(path), events=sent))
             case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.VerifyLog():
                 await self.send(await off_loop(self._view, msg))
+                await off_loop(release_memory)  # a view of a large log was as large as it
             case p.ApplyIntegration():
                 from .apply import apply_integration
 
@@ -206,7 +208,7 @@ class Connection:
                 await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path)))
                 host.launch(session, msg.task)
             case p.ResumeSession():
-                session, mid_turn, interrupted = host.resume_session(msg)
+                session, mid_turn, interrupted = await host.resume_session(msg)
                 since = -1 if msg.backlog else session.resumed_at_seq - 1
                 self._subscribe(session, msg.id, since)
                 await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path),

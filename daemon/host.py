@@ -20,6 +20,7 @@ from . import protocol as p
 from .errors import BadRequest, SessionNotFound
 from .eventlog import EventLog
 from .index import SessionIndex, new_session_id
+from .memory import release_memory
 from .session import Session
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class SessionHost:
         self.deps = deps
         self.tg = tg
         self.sessions: dict[str, Session] = {}
+        self._resuming: set[str] = set()  # ids whose logs are being read for a resume
         self.index = SessionIndex(deps.paths.sessions, self.sessions)
 
     def start_session(self, req: p.StartSession) -> Session:
@@ -90,11 +92,25 @@ class SessionHost:
                      "the same files. Edits of one file are applied one at a time, and an edit of a file "
                      "that changed since it was read is refused; re-read files before editing them."))
 
-    def resume_session(self, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
-        """Reopen a session from its log; see ``resume.resume_session``."""
+    async def resume_session(self, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
+        """Reopen a session from its log (the log is read off the event loop); see
+        ``resume.resume_session``.
+
+        Raises:
+            BadRequest: the session is being resumed by another request; see also
+                ``resume.resume_session``.
+        """
         from .resume import resume_session
 
-        session, mid_turn, interrupted = resume_session(self.index, self.deps, req)
+        sid = self.index.resolve_id(req.session_id) if req.session_id else ""
+        if sid and sid in self._resuming:
+            raise BadRequest(f"session {sid} is being resumed by another client; join it with `musec attach {sid}`")
+        if sid:
+            self._resuming.add(sid)
+        try:
+            session, mid_turn, interrupted = await resume_session(self.index, self.deps, req)
+        finally:
+            self._resuming.discard(sid)
         self._add(session)
         return session, mid_turn, interrupted
 
@@ -138,6 +154,8 @@ class SessionHost:
             await session.run(task, resume_turn=resume_turn)
         except Exception as exc:
             log.exception("session_failed", session_id=session.id, error=str(exc))
+        del session  # its history (as large as its log) goes now; the allocator gives the pages back
+        await anyio.to_thread.run_sync(release_memory)
 
     def end_all(self) -> None:
         """End every live session (each writes ``session_ended``)."""

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
+import anyio
+import anyio.to_thread
 from musec.agents.core.events import (
     AgentFailed,
     AgentMessage,
@@ -130,9 +132,15 @@ def first_event(path: Path) -> SessionStarted:
     return first
 
 
-def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
+async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
     """Reopen the session ``req`` names; return it, whether a turn must be finished, and
     the ids of the calls found interrupted.
+
+    What reads the whole log (opening it: the torn-tail check and the hash chain; the fold
+    into the agents' histories) runs in worker threads, one event at a time, so a long log
+    neither stops the daemon serving others nor is held in memory (issue 19). The session
+    is reachable by no one else until it is returned, so the fold's thread is the only one
+    touching it.
 
     Raises:
         SessionNotFound, SessionLocked, LogCorrupt, BadRequest.
@@ -142,7 +150,7 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
     if req.session_id:
         sid = index.resolve_id(req.session_id)
     else:
-        latest = index.latest(req.workspace)
+        latest = await anyio.to_thread.run_sync(index.latest, req.workspace)
         if latest is None:
             raise BadRequest(f"no session to continue in {req.workspace}; start one with `musec run`")
         sid = latest
@@ -151,7 +159,9 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
     path = index.log_path(sid)
     credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
     secrets_ = p.secret_values(credentials) + list(req.redact)
-    elog, report = EventLog.open(path, secrets=secrets_, faults=deps.faults)
+    with anyio.CancelScope(shield=True):  # an open log holds the lock: it is never abandoned half-way
+        elog, report = await anyio.to_thread.run_sync(
+            lambda: EventLog.open(path, secrets=secrets_, faults=deps.faults))
     try:
         started = first_event(path)
         if not Path(started.workspace).is_dir():
@@ -182,7 +192,7 @@ def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -
     session.agent = agent
     try:
         appliers = [agent.history.apply, session.restore, *(bg.restore for bg in session.background.values())]
-        state = fold_for_resume(iter_events(path), appliers)
+        state = await anyio.to_thread.run_sync(fold_for_resume, iter_events(path), appliers)
     except BaseException:
         elog.close()
         raise

@@ -24,12 +24,14 @@ from musec.agents.core.events import (
     PromptBlocked,
     SessionEnded,
     SkillLoaded,
+    ToolStarted,
     TurnEnded,
     UserMessage,
     persistence,
 )
 
 from . import protocol as p
+from .commit import GroupCommit
 from .errors import BadRequest
 from .eventlog import EventLog
 from .projections import Counters
@@ -73,6 +75,7 @@ class Session:
     def __init__(self, session_id: str, log_: EventLog, *, interactive: bool, end_when_idle: bool) -> None:
         self.id = session_id
         self.log = log_
+        self.commit = GroupCommit(log_)  # fsyncs off the event loop, shared (issue 19)
         self.interactive = interactive
         self.end_when_idle = end_when_idle
         self.subscribers: list[Subscriber] = []
@@ -114,7 +117,9 @@ class Session:
         Raises:
             OSError: the log could not be written (nothing was folded or sent).
         """
-        event, line = self.log.append(event)
+        # A tool's start is made durable by the agent before the tool runs (``durable``),
+        # in a group commit off the loop; other write-ahead events are fsynced here.
+        event, line = self.log.append(event, defer_sync=isinstance(event, ToolStarted))
         if self.agent is not None:
             self.agent.history.apply(event)
         for worker in self.workers.values():
@@ -126,6 +131,15 @@ class Session:
             seq = event.seq
             self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)
         return event
+
+    async def durable(self) -> None:
+        """Return once every event recorded so far is on disk (the agents' ``durable``:
+        awaited between a tool's ``tool_started`` and the tool's start).
+
+        Raises:
+            OSError: the fsync failed.
+        """
+        await self.commit.durable()
 
     @property
     def turns(self) -> int:
@@ -277,7 +291,7 @@ class Session:
             reason, result, message = outcome.exit_reason, outcome.result, outcome.message
         self.status = "idle"
         self.record(TurnEnded(exit_reason=reason, result=result, message=message))
-        self.log.sync()
+        await self.commit.durable()
         self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, result=result))
         return reason, result, message
 

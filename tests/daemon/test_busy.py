@@ -77,3 +77,37 @@ def test_a_missing_sniffio_is_looked_for_once() -> None:
             "print(anyio.run(main), looked.count('sniffio') - before)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[-1] == "0"  # found once and kept, or missing and not searched for again
+
+
+def _resumable_log(path: Path, workspace: Path, script: Path, turns: int) -> None:
+    """A session of ``turns`` finished turns (a user message, then its end), chained."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prev, out = "", []
+    events = [{"type": "session_started", "workspace": str(workspace), "model": f"scripted:{script}",
+               "approval": "auto", "sandbox": "off"}]
+    for n in range(turns):
+        events += [{"type": "user_message", "text": f"task {n}: " + "x" * 200},
+                   {"type": "model_response", "content": [{"type": "text", "text": f"done {n}"}], "stop_reason": "end_turn"},
+                   {"type": "turn_ended", "exit_reason": "finished", "result": f"done {n}"}]
+    for seq, fields in enumerate(events):
+        body = json.dumps({"seq": seq, "ts": 1.0 + seq, "agent": "main", **fields}, separators=(",", ":")).encode()
+        prev = hashlib.sha256(prev.encode() + body).hexdigest()[:32]
+        out.append(body[:-1] + b',"h":"' + prev.encode() + b'"}\n')
+    path.write_bytes(b"".join(out))
+
+
+@pytest.mark.timeout(300)
+def test_status_is_answered_while_a_large_log_is_resumed(connect, musec, tmp_path: Path) -> None:  # noqa: F811
+    script = tmp_path / "none.json"
+    script.write_text(json.dumps({"turns": []}))
+    _resumable_log(musec.home / "state" / "sessions" / "long.jsonl", tmp_path, script, 20_000)
+    heavy, probe = connect(), connect()
+    probe.request(p.Status(id=probe.next_id()))
+    heavy.send(p.ResumeSession(id=heavy.next_id(), session_id="long", interactive=True, end_when_idle=False))
+    latencies = _statuses_while(heavy, probe)
+    started = heavy.recv(60)
+    assert isinstance(started, p.SessionStarted) and started.resumed, started
+    # The log was opened (hash chain) and folded off the loop: status went on being answered.
+    assert len(latencies) >= 3, latencies
+    assert statistics.median(latencies) < 250, latencies
+    heavy.request(p.EndSession(id=heavy.next_id(), session_id="long"))
