@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -20,8 +21,8 @@ from musec.daemon import protocol as p
 
 from .approvals import ApprovalDesk, ask_trust
 from .connection import Connection, connect
-from .errors import DaemonLost, NothingToResume
-from .exitcodes import OK, Condition, Exit, for_condition
+from .errors import DaemonLost, NothingToResume, UsageError
+from .exitcodes import OK, Condition, Exit, for_condition, for_error, for_reason
 from .keys import EscWatch
 from .output import err, out
 from .render import Renderer
@@ -105,7 +106,7 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             lost(exc)
             return for_condition(Condition.DAEMON_LOST)
         if not session_id:
-            return for_condition(Condition.USAGE)
+            return for_error(follower.error_code) if follower.error_code else for_condition(Condition.USAGE)
     models = _catalog(conn, status)
     read = _prompt_reader(status, slash, workspace)
     while True:
@@ -127,9 +128,16 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
                 continue
             if outcome.action == "exit":
                 break
-            if outcome.action in ("clear", "resume"):
+            if outcome.action == "clear":
                 _end(conn, session_id)
-                return _switch(conn, args, outcome.action, outcome.arg)
+                out("(a new session)")
+                return prompt_loop(conn, like_this_session(args, status))
+            if outcome.action == "resume":
+                target = _choose(conn, outcome.arg, session_id)
+                if target is None:
+                    continue  # cancelled, or nothing to switch to: this session goes on
+                _end(conn, session_id)
+                return _resume_on(conn, _resume_args(args, target), back_to=session_id)
             if outcome.action == "stay":
                 continue
         conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=mentions_note(text, workspace),
@@ -141,17 +149,29 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             lost(exc, session_id)
             return for_condition(Condition.DAEMON_LOST)
         if session_id == "":
-            return Exit.GOAL_UNMET
-    _end(conn, session_id)
+            return follower.exit_code
+    return _end(conn, session_id)
+
+
+def _end(conn: Connection, session_id: str) -> Exit:
+    """End the session and return its exit code, as ``musec attach`` gives it for the same
+    session (an error the agent reported: 1), except that an interrupted last turn is 0:
+    the person interrupted it and then chose to leave."""
+    if not session_id:
+        return OK
+    req = p.EndSession(id=conn.next_id(), session_id=session_id)
+    deadline = time.monotonic() + 10
+    try:
+        conn.send(req)
+        while (left := deadline - time.monotonic()) > 0:
+            msg = conn.recv(left)
+            if isinstance(msg, p.SessionEnded) and msg.session_id == session_id:
+                return OK if msg.exit_reason == "interrupted" else for_reason(msg.exit_reason)
+            if isinstance(msg, p.Error) and msg.id == req.id:
+                break
+    except Exception:  # noqa: BLE001 - leaving anyway; the daemon ends idle sessions itself
+        pass
     return OK
-
-
-def _end(conn: Connection, session_id: str) -> None:
-    if session_id:
-        try:
-            conn.request(p.EndSession(id=conn.next_id(), session_id=session_id), timeout_s=10)
-        except Exception:  # noqa: BLE001 - leaving anyway; the daemon ends idle sessions itself
-            pass
 
 
 def _catalog(conn: Connection, status: SessionStatus) -> list[p.ModelInfo]:
@@ -164,14 +184,44 @@ def _catalog(conn: Connection, status: SessionStatus) -> list[p.ModelInfo]:
     return models
 
 
-def _switch(conn: Connection, args: argparse.Namespace, action: str, arg: str) -> Exit:
-    """``/clear``: a new session with the same options; ``/resume [ID]``: another session."""
-    if action == "clear":
-        out("(a new session)")
-        return prompt_loop(conn, args)
+def like_this_session(args: argparse.Namespace, status: SessionStatus) -> argparse.Namespace:
+    """The options of a new session set up like the current one (``/clear``, and every other
+    way the interactive client starts a session from inside one): its model, approval mode,
+    sandbox, turn limit, background agents and workspace as the session's events say now
+    (a resumed session's, a switched model's), else as ``args`` gave them."""
+    like = argparse.Namespace(**vars(args))
+    for name, value in status.session_options().items():
+        setattr(like, name, value)
+    return like
+
+
+def _resume_args(args: argparse.Namespace, session_id: str) -> argparse.Namespace:
     resume_args = argparse.Namespace(**vars(args))
-    resume_args.session_id, resume_args.last = arg or None, False
-    return _resume_on(conn, resume_args)
+    resume_args.session_id, resume_args.last = session_id, False
+    return resume_args
+
+
+def _choose(conn: Connection, arg: str, current: str) -> str | None:
+    """The session ``/resume [ID]`` switches to: ``ID`` when it names one other session,
+    else one picked from the others; ``None`` (with a line saying why) to stay."""
+    sessions = [s for s in conn.request(p.ListSessions(id=conn.next_id(), workspace="")).sessions
+                if s.status != "broken" and s.id != current]
+    if arg:
+        from .output import safe
+
+        found = [s.id for s in sessions if s.id == arg] or [s.id for s in sessions if s.id.startswith(arg)]
+        if current and current.startswith(arg) and not found:
+            out("  that is this session")
+            return None
+        if len(found) != 1:
+            out(f"  {'no other session' if not found else f'{len(found)} sessions'} named {safe(arg)!r}; "
+                "/resume alone picks from a list")
+            return None
+        return found[0]
+    if not sessions:
+        out("  no other session to resume")
+        return None
+    return pick_session(sessions)
 
 
 def mentions_note(text: str, workspace: str) -> str:
@@ -190,26 +240,67 @@ def mentions_note(text: str, workspace: str) -> str:
     return text + "\n\n(attached by the person: " + ", ".join(found) + "; read them before answering)"
 
 
-def pick_session(sessions: list[p.SessionInfo]) -> str | None:
-    """An arrow-key picker over sessions, the most recently active first; None when cancelled."""
-    from prompt_toolkit.shortcuts import choice
+PICKER_HINT = "↑/↓ choose · Enter resumes · Esc, q or Ctrl-C cancels"
 
+
+def picker_rows(sessions: list[p.SessionInfo]) -> list[tuple[str, str]]:
+    """``(id, row)`` per session: title, state, age, workspace in columns as wide as their
+    widest entry (a long state such as ``provider_unreachable`` keeps them aligned)."""
     from .output import safe
 
-    options = [(s.id, safe(f"{s.title[:50] or '(untitled)':<50}  {s.status:<12} {age(s.updated_at):>4}  {s.workspace}"))
-               for s in sessions]
+    titles = [safe(s.title or "(untitled)")[:50] for s in sessions]
+    states = [safe(s.status) for s in sessions]
+    ages = [age(s.updated_at) for s in sessions]
+    tw, sw, aw = (max(map(len, col)) for col in (titles, states, ages))
+    return [(s.id, f"{t:<{tw}}  {st:<{sw}}  {a:>{aw}}  {safe(s.workspace)}")
+            for s, t, st, a in zip(sessions, titles, states, ages, strict=True)]
+
+
+def pick_session(sessions: list[p.SessionInfo]) -> str | None:
+    """An arrow-key picker over sessions, the most recently active first; ``None`` when
+    cancelled (Esc, q, Ctrl-C or Ctrl-D). Other keys do nothing: typed text never picks."""
+    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.keys import Keys
+    from prompt_toolkit.shortcuts import choice
+
+    keys = KeyBindings()
+
+    @keys.add("escape", eager=True)
+    @keys.add("q")
+    @keys.add("c-d")
+    def _cancel(event: object) -> None:
+        event.app.exit(result=None)  # type: ignore[attr-defined]
+
+    @keys.add(Keys.Any)
+    def _ignore(event: object) -> None:
+        """Typed text is not a choice (the list's own type-to-find would pick by letter)."""
+
     try:
-        return choice(message="Resume which session?", options=options)
+        return choice(message=f"Resume which session?  ({PICKER_HINT})", options=picker_rows(sessions),
+                      key_bindings=keys)
     except (KeyboardInterrupt, EOFError):
         return None
 
 
 def cmd_resume(args: argparse.Namespace) -> Exit:
-    """``musec resume [ID | --last]``: reopen a session interactively."""
+    """``musec resume [ID | --last]``: reopen a session interactively.
+
+    Raises:
+        UsageError: there is no terminal (the session is left as it is).
+        NothingToResume: there is no session to resume.
+    """
     return _resume_on(connect(), args)
 
 
-def _resume_on(conn: Connection, args: argparse.Namespace) -> Exit:
+def _need_terminal() -> None:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("musec resume needs a terminal; use `musec run --resume ID` (or --continue) without one")
+
+
+def _resume_on(conn: Connection, args: argparse.Namespace, back_to: str = "") -> Exit:
+    """Resume ``args.session_id`` (``--last``, or a picked one) and read messages for it.
+    ``back_to``: the session the person left for it (``/resume``), taken up again when this
+    one cannot be resumed, so a failed switch never leaves them without a session."""
     sid = args.session_id
     if not sid:
         workspace = resolve_workspace(args.workspace) if args.last or args.workspace else ""
@@ -218,9 +309,11 @@ def _resume_on(conn: Connection, args: argparse.Namespace) -> Exit:
         if not sessions:
             raise NothingToResume("no session to resume" + (f" in {workspace}" if workspace else "")
                                   + "; start one with `musec`")
+        _need_terminal()
         sid = sessions[0].id if args.last else pick_session(sessions)
         if sid is None:
             return OK
+    _need_terminal()
     req = p.ResumeSession(id=conn.next_id(), session_id=sid, credentials=credentials(), interactive=True,
                           end_when_idle=False, backlog=True, environment=dict(os.environ))
     conn.send(req)
@@ -228,7 +321,10 @@ def _resume_on(conn: Connection, args: argparse.Namespace) -> Exit:
     session_id = follower.follow()
     follower.renderer.stop_wait(turn_over=True)
     if not session_id:
-        return Exit.GOAL_UNMET
+        if back_to:
+            out(f"(back in session {back_to})")
+            return _resume_on(conn, _resume_args(args, back_to))
+        return for_error(follower.error_code) if follower.error_code else follower.exit_code
     for name, default in _SESSION_DEFAULTS:
         setattr(args, name, getattr(args, name, default))
     return prompt_loop(conn, args, follower)
@@ -264,6 +360,8 @@ class TurnFollower:
         self.stream = SessionStream(conn, request_id)
         self.desk = ApprovalDesk(conn, renderer.answered, self._before_ask)
         self.keys = EscWatch()
+        self.error_code = ""  # the code of the daemon's refusal to start or resume
+        self.exit_code: Exit = Exit.GOAL_UNMET  # set from the session's end, when it ended
 
     def _before_ask(self) -> None:
         self.keys.off()
@@ -312,6 +410,7 @@ class TurnFollower:
                         continue
                     err(f"musec: {msg.message}")
                     if not stream.session_id:
+                        self.error_code = msg.code
                         return ""
                 case p.SessionStarted():
                     stream.session_id = msg.session_id
@@ -332,7 +431,9 @@ class TurnFollower:
                     return stream.session_id
                 case p.SessionEnded():
                     self.renderer.stop_wait(turn_over=True)
-                    out(f"session ended: {stream.ended(msg).exit_reason}")
+                    reason = stream.ended(msg).exit_reason
+                    out(f"session ended: {reason}")
+                    self.exit_code = for_reason(reason)
                     return ""
                 case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult()
                       | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected()

@@ -28,6 +28,8 @@ class SessionStatus:
         self.cost_usd = 0.0
         self.agents: dict[str, str] = {}  # live background agents: id -> role
         self.workers: set[str] = set()  # live workers
+        self.workspace = ""
+        self.options: dict[str, Any] = {}  # how the session was set up (``session_options``)
 
     def fold(self, ev: dict[str, Any]) -> None:
         """Take one event into account."""
@@ -36,8 +38,12 @@ class SessionStatus:
         if kind == "session_started":
             self.model = str(ev.get("model") or self.model)
             self.approval = str(ev.get("approval") or self.approval)
+            self.workspace = str(ev.get("workspace") or self.workspace)
+            self.options = {k: ev[k] for k in _OPTIONS if k in ev}
         elif kind == "model_request" and agent == "main":
             self._context(ev)
+        elif kind in ("session_resumed", "approval_mode_changed") and ev.get("approval"):
+            self.approval = str(ev["approval"])
         elif kind == "model_response":
             cost = ev.get("cost_usd")
             if isinstance(cost, int | float):
@@ -68,6 +74,31 @@ class SessionStatus:
         if isinstance(window, int) and not isinstance(window, bool) and window > 0:
             self.context_window_tokens = window
 
+    def session_options(self) -> dict[str, Any]:
+        """The options a new session needs to be set up like this one (``/clear``): the
+        ``args`` names of ``musec chat`` (model, approval, sandbox, max_turns, agents,
+        agents_model, agents_budget_usd, blackboard, workspace), from the events seen;
+        empty when no ``session_started`` was seen."""
+        if not self.model:
+            return {}
+        o = self.options
+        found: dict[str, Any] = {"model": self.model, "approval": self.approval or "ask"}
+        if self.workspace:
+            found["workspace"] = self.workspace
+        if "sandbox" in o:
+            found["sandbox"] = str(o["sandbox"])
+        if isinstance(o.get("max_turns"), int):
+            found["max_turns"] = o["max_turns"]
+        if isinstance(o.get("background"), list):
+            found["agents"] = ",".join(str(r) for r in o["background"]) or "none"
+        if "agents_model" in o:
+            found["agents_model"] = str(o["agents_model"] or "")
+        if isinstance(o.get("agents_budget_usd"), int | float):
+            found["agents_budget_usd"] = float(o["agents_budget_usd"])
+        if isinstance(o.get("blackboard"), bool):
+            found["blackboard"] = o["blackboard"]
+        return found
+
     def learn_catalog(self, models: list[p.ModelInfo]) -> None:
         """Find the model's context window in the catalog (by id or alias)."""
         name = self.model.split("/", 1)[-1]
@@ -95,6 +126,9 @@ class SessionStatus:
             parts.append(f"workers: {len(self.workers)} live")
         parts.append(f"approval {self.approval or 'ask'}")
         return safe(" · ".join(parts))
+
+
+_OPTIONS = ("sandbox", "max_turns", "background", "agents_model", "agents_budget_usd", "blackboard")
 
 
 def _k(n: int) -> str:

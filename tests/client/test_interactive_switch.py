@@ -1,0 +1,154 @@
+"""Switching sessions in the interactive client (``/clear``, ``/resume``, the picker) and
+``musec resume``'s exit codes, in a real terminal (tmux) and without one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from musec.client.interactive import PICKER_HINT, picker_rows
+from musec.daemon import protocol as p
+
+from tests.client.test_interactive_tmux import Tmux, prompt_after
+from tests.conftest import BIN, Musec
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")]
+
+
+@pytest.fixture
+def terms() -> Iterator[Callable[..., Tmux]]:
+    """Terminals (each its own tmux server), closed after the test."""
+    made: list[Tmux] = []
+
+    def make(command: str, env: dict[str, str], cwd: Path) -> Tmux:
+        made.append(Tmux(command, env, cwd))
+        return made[-1]
+
+    yield make
+    for t in made:
+        t.close()
+
+
+def _script(tmp_path: Path, *texts: str, name: str = "s.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"turns": [[{"text": t}] for t in texts]}))
+    return path
+
+
+def _events(musec: Musec, sid: str) -> list[dict]:
+    return [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+
+
+def _leave(term: Tmux, code: int = 0) -> None:
+    term.send("/exit", "Enter")
+    term.wait_for(lambda s: f"EXITED={code}" in s, "the client to exit")
+
+
+def test_clear_after_resume_keeps_the_sessions_model_and_options(musec: Musec, buggy_repo: Path, tmp_path: Path,
+                                                                 terms) -> None:
+    script = _script(tmp_path, "First answer.", "Second answer.")
+    done = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--max-turns", "7",
+                 "--output-format", "json", "first task", cwd=buggy_repo)
+    assert done.returncode == 0, done.stderr
+    old = json.loads(done.stdout)["session_id"]
+    # Resumed from another directory with no options: the session's own options count.
+    term = terms(f"{BIN / 'musec'} resume {old}", musec.env, tmp_path)
+    term.wait_for(lambda s: "First answer." in s and prompt_after(s, "First answer."), "the resumed session")
+    term.send("/clear", "Enter")
+    screen = term.wait_for(lambda s: "(a new session)" in s and prompt_after(s, "(a new session)"), "the new session")
+    assert "approval auto" in screen.rpartition("(a new session)")[2]
+    assert "needs an Anthropic API key" not in screen
+    term.send("hello again", "Enter")
+    term.wait_for(lambda s: "First answer." in s.rpartition("hello again")[2]
+                  and prompt_after(s.rpartition("hello again")[2], "First answer."), "the new session's answer")
+    _leave(term)
+    new = [s["id"] for s in musec.json("sessions", "--workspace", str(buggy_repo), "--json") if s["id"] != old]
+    assert len(new) == 1
+    started = _events(musec, new[0])[0]
+    assert started["model"] == f"scripted:{script}" and started["approval"] == "auto"
+    assert started["max_turns"] == 7 and started["workspace"] == str(buggy_repo) and started["background"] == []
+
+
+def test_the_picker_is_cancelled_by_esc_q_and_ctrl_c_and_lists_other_sessions(musec: Musec, buggy_repo: Path,
+                                                                              tmp_path: Path, terms) -> None:
+    other = musec("run", "--model", f"scripted:{_script(tmp_path, 'Other.', name='o.json')}", "--approval", "auto",
+                  "--output-format", "json", "an older task", cwd=buggy_repo)
+    other_id = json.loads(other.stdout)["session_id"]
+    script = _script(tmp_path, "One.", "Two.", "Three.")
+    term = terms(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("the current task", "Enter")
+    term.wait_for(lambda s: "One." in s and prompt_after(s, "One."), "the first answer")
+    for n, key in enumerate(("Escape", "q", "C-c"), start=1):
+        term.send("/resume", "Enter")
+        screen = term.wait_for(lambda s, n=n: s.count(PICKER_HINT) == n and "an older task" in s.rpartition(PICKER_HINT)[2],
+                               "the picker")
+        picker = screen.rpartition("Resume which session?")[2]
+        assert "the current task" not in picker  # the session you are in is not offered
+        term.send(key)
+        term.wait_for(lambda s: prompt_after(s.rpartition(PICKER_HINT)[2], "an older task"), f"the prompt again after {key}")
+    # Text typed after a cancel goes to the prompt, never picks an entry.
+    term.send("/resume", "Enter")
+    term.wait_for(lambda s: s.count(PICKER_HINT) >= 4, "the picker once more")
+    term.send("Escape")
+    term.send("/resume nosuch", "Enter")
+    term.wait_for(lambda s: "no other session named 'nosuch'" in s, "the refusal of an unknown id")
+    term.send("go on", "Enter")
+    term.wait_for(lambda s: "Two." in s and prompt_after(s, "Two."), "the current session's next answer")
+    _leave(term)
+    assert not [e for e in _events(musec, other_id) if e["type"] == "session_resumed"]
+
+
+def test_picker_columns_stay_aligned_with_a_long_state() -> None:
+    sessions = [p.SessionInfo(id="a", workspace="/w/a", started_at=0, updated_at=0, status="finished", title="short"),
+                p.SessionInfo(id="b", workspace="/w/b", started_at=0, updated_at=0, status="provider_unreachable",
+                              title="a longer title here")]
+    rows = [row for _, row in picker_rows(sessions)]
+    assert len({row.index("/w/") for row in rows}) == 1, rows  # the workspace column starts at one place
+    assert rows[0].index("finished") == rows[1].index("provider_unreachable")
+
+
+def test_resume_without_a_terminal_says_so_and_changes_nothing(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    done = musec("run", "--model", f"scripted:{_script(tmp_path, 'Done.')}", "--approval", "auto",
+                 "--output-format", "json", "a task", cwd=buggy_repo)
+    sid = json.loads(done.stdout)["session_id"]
+    before = _events(musec, sid)
+    for args in (("resume", "--last"), ("resume",), ("resume", sid)):
+        proc = musec(*args, cwd=buggy_repo)
+        assert proc.returncode == 2, proc
+        assert proc.stderr.strip().splitlines() == [
+            "musec: musec resume needs a terminal; use `musec run --resume ID` (or --continue) without one"]
+    assert _events(musec, sid) == before
+    assert musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["status"] == "finished"
+
+
+def test_resume_exit_codes_match_run_resume(musec: Musec, buggy_repo: Path, tmp_path: Path, terms) -> None:
+    term = terms(f"{BIN / 'musec'} resume nosuch", musec.env, buggy_repo)
+    term.wait_for(lambda s: "EXITED=2" in s, "exit 2 for an unknown id")
+    live = terms(f"{BIN / 'musec'} --model scripted:{_script(tmp_path, 'Hi.')} --approval auto",
+                        musec.env, buggy_repo)
+    live.wait_for(lambda s: "›" in s, "the prompt")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    headless = musec("run", "--resume", sid, "more")
+    second = terms(f"{BIN / 'musec'} resume --last", musec.env, buggy_repo)
+    second.wait_for(lambda s: f"EXITED={headless.returncode}" in s, "the same exit code as run --resume")
+    assert headless.returncode == 2
+    _leave(live)
+
+
+def test_leaving_a_session_that_ended_in_error_exits_as_attach_does(musec: Musec, buggy_repo: Path, tmp_path: Path,
+                                                                    terms) -> None:
+    script = tmp_path / "bad.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "echo hi"}}],
+                                            [{"expect_result": "NOT THERE"}, {"text": "never"}]]}))
+    term = terms(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("go", "Enter")
+    term.wait_for(lambda s: "[error]" in s and prompt_after(s, "[error]"), "the error and the prompt")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    _leave(term, code=1)
+    assert musec("attach", sid).returncode == 1
