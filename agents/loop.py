@@ -340,8 +340,10 @@ class Agent:
         if verdict.decision == "ask" and await self._hook_permission_request(call):
             verdict = Verdict("deny", source="hook")
         if verdict.decision == "ask":
+            preview = getattr(tool, "preview", None)  # a file edit's diff, to see before answering
             self.record(ev.ApprovalRequested(call_id=call.id, tool=call.name, input=call.input,
-                                             rule=verdict.rule, source=verdict.source))
+                                             rule=verdict.rule, source=verdict.source,
+                                             preview=await preview(call.input, self.ctx) or ev.UNSET if preview else ev.UNSET))
             try:
                 answer, by = await self._ask(self.agent_id, call, tool)
             except NeedsApproval as exc:

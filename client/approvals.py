@@ -33,11 +33,15 @@ class ApprovalDesk:
         answered: the call ids this client answered are added here (so the renderer can
             say "by you" rather than a client id).
         before_ask: called before each question (to stop a spinner and ring the bell).
+        show_diff: shows a file edit's diff before its question (coloured by the
+            renderer); without it the diff is printed plain.
     """
 
     def __init__(self, conn: Connection, answered: set[str] | None = None,
-                 before_ask: Callable[[], None] | None = None) -> None:
+                 before_ask: Callable[[], None] | None = None,
+                 show_diff: Callable[[str], None] | None = None) -> None:
         self.conn = conn
+        self.show_diff = show_diff
         self.pending: dict[str, dict[str, Any]] = {}
         self.answered = answered if answered is not None else set()
         self.before_ask = before_ask
@@ -58,7 +62,7 @@ class ApprovalDesk:
             del self.pending[call_id]
             if self.before_ask is not None:
                 self.before_ask()
-            decision = ask_approval(asked, self.conn)
+            decision = ask_approval(asked, self.conn, self.show_diff)
             if decision == INTERRUPT:
                 self.pending.clear()
                 out("[interrupting…]")
@@ -83,15 +87,28 @@ def describe_call(ev: dict[str, Any]) -> tuple[str, list[str]]:
     return call_summary(ev.get("tool", "?"), inp), []
 
 
-def ask_approval(ev: dict[str, Any], conn: Connection | None = None) -> p.Decision | Literal["interrupt"] | None:
+def ask_approval(ev: dict[str, Any], conn: Connection | None = None,
+                 show_diff: Callable[[str], None] | None = None) -> p.Decision | Literal["interrupt"] | None:
     """Ask the person about one call; return allow, deny or always; ``INTERRUPT`` on
     Ctrl-C (the turn is to be interrupted, as the banner says); Ctrl-D: deny.
 
-    The call's main argument is shown whole with its line breaks, and the rule that asked.
+    The call's main argument is shown whole with its line breaks, and the rule that asked;
+    for a file edit, first the diff it would make (the event's ``preview``).
     With ``conn``, the daemon is watched while the question waits: when another terminal
-    answers first, the question is withdrawn and ``None`` returned.
+    answers first, or the turn ends without an answer (another terminal interrupted it),
+    the question is withdrawn, saying which, and ``None`` returned.
     """
     head, lines = describe_call(ev)
+    preview = ev.get("preview")
+    if isinstance(preview, str) and preview:
+        lines = []  # the diff shows the content; the head names the file
+        head = call_summary(ev.get("tool", "?"), ev.get("input") if isinstance(ev.get("input"), dict) else {})
+        out(f"{head} would change:")
+        if show_diff is not None:
+            show_diff(preview)
+        else:
+            for line in safe(preview).splitlines():
+                out(f"    {line}")
     if lines:
         out(f"Allow {head}?")
         for line in lines:
@@ -112,7 +129,6 @@ def ask_approval(ev: dict[str, Any], conn: Connection | None = None) -> p.Decisi
             out()
             return "deny"
         if answer is None:
-            out("\n(answered in another terminal)")
             return None
         answer = answer.strip().lower()
         if answer in ("y", "yes"):
@@ -123,13 +139,31 @@ def ask_approval(ev: dict[str, Any], conn: Connection | None = None) -> p.Decisi
             return "always"
 
 
-def _resolved(msg: p.DaemonMsg, call_id: Any) -> bool:
-    return (isinstance(msg, p.Event) and b'"approval_resolved"' in msg.line
-            and json.loads(msg.line).get("call_id") == call_id)
+def _withdrawn(msg: p.DaemonMsg, call_id: Any) -> str:
+    """Why the question about ``call_id`` no longer stands after ``msg`` ("" while it does):
+    another client answered it, or the turn (or the session) ended without an answer, as
+    when another terminal interrupted it."""
+    match msg:
+        case p.Event() if b'"approval_resolved"' in msg.line or b'"turn_ended"' in msg.line:
+            ev = json.loads(msg.line)
+            if ev.get("type") == "approval_resolved" and ev.get("call_id") == call_id:
+                return ANSWERED_ELSEWHERE
+            if ev.get("type") == "turn_ended" and ev.get("agent", "main") == "main":
+                return TURN_OVER
+        case p.Idle() | p.SessionEnded():
+            return TURN_OVER
+        case _:
+            pass
+    return ""
+
+
+ANSWERED_ELSEWHERE = "(answered in another terminal)"
+TURN_OVER = "(the turn ended without an answer; the question is withdrawn)"
 
 
 def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | None:
-    """A line from the person, or ``None`` when the daemon says the call was resolved."""
+    """A line from the person, or ``None`` (after saying why) when the daemon says the
+    question no longer stands (``_withdrawn``)."""
     if conn is None or not sys.stdin.isatty():
         return input(question)
     out(question, end="")
@@ -140,7 +174,9 @@ def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | 
             if not line:
                 raise EOFError
             return line
-        if any(_resolved(msg, call_id) for msg in conn.pending()):
+        why = next((w for w in (_withdrawn(msg, call_id) for msg in conn.pending()) if w), "")
+        if why:
+            out("\n" + why)
             return None
 
 

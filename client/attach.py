@@ -29,7 +29,7 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
               if answering else "(attached; stdin is not a terminal, so approvals are answered elsewhere)")
     renderer = Renderer(sys.stdout, rich=True)
     stream = SessionStream(conn, req.id)
-    desk = ApprovalDesk(conn, renderer.answered, lambda: renderer.notify("an approval is needed"))
+    desk = ApprovalDesk(conn, renderer.answered, lambda: renderer.notify("an approval is needed"), renderer.show_diff)
     while True:
         msg = conn.recv()
         match msg:

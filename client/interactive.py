@@ -358,7 +358,7 @@ class TurnFollower:
         self.on_trust = on_trust
         self.status = status if status is not None else SessionStatus()
         self.stream = SessionStream(conn, request_id)
-        self.desk = ApprovalDesk(conn, renderer.answered, self._before_ask)
+        self.desk = ApprovalDesk(conn, renderer.answered, self._before_ask, renderer.show_diff)
         self.keys = EscWatch()
         self.error_code = ""  # the code of the daemon's refusal to start or resume
         self.exit_code: Exit = Exit.GOAL_UNMET  # set from the session's end, when it ended

@@ -193,7 +193,10 @@ class Renderer:
             diff = str(ev.get("diff", ""))
             added = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
             removed = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
-            self._line(prefix + "  " + self._c("32", f"✎ {_s(ev, 'path')} (+{added} -{removed})"))
+            stats = f"(+{added} -{removed})"
+            if diff.startswith("(diff of "):  # too big to diff: say so rather than +0 -0
+                stats = "(" + diff.strip().strip("()").partition(": ")[2] + "; no diff shown)"
+            self._line(prefix + "  " + self._c("32", f"✎ {_s(ev, 'path')} {stats}"))
             if self.rich:
                 self._diff(safe(diff))
         elif kind == "agent_message":
@@ -237,6 +240,14 @@ class Renderer:
             self.console.print(Text.from_ansi(prefix.rstrip()))
         # No hyperlinks: a link's target would be hidden behind text the model chose.
         self.console.print(Markdown(text, code_theme="monokai", hyperlinks=False))
+
+    def show_diff(self, diff: str) -> None:
+        """A diff before an approval question: coloured when rich, else plain, cleaned."""
+        if self.rich:
+            self._diff(safe(diff), max_lines=200)
+        else:
+            for ln in safe(diff).splitlines():
+                self._line("    " + ln)
 
     def _diff(self, diff: str, max_lines: int = 60) -> None:
         """A unified diff, coloured: additions green, removals red, hunks cyan."""

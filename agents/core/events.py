@@ -268,13 +268,15 @@ class RateLimited(Event, frozen=True, tag="rate_limited"):
 
 
 class ApprovalRequested(Event, frozen=True, tag="approval_requested"):
-    """A call waits for a person's answer; ``rule`` and ``source`` say what asked for it."""
+    """A call waits for a person's answer; ``rule`` and ``source`` say what asked for it.
+    ``preview``: for a file edit, the unified diff it would make (shown before the question)."""
 
     call_id: str
     tool: str = ""
     input: dict[str, Any] = {}
     rule: str = ""
     source: str = ""
+    preview: str | UnsetType = UNSET
 
 
 class ApprovalResolved(Event, frozen=True, tag="approval_resolved"):

@@ -185,6 +185,14 @@ class ReadFileTool:
         return ToolOutput(content=out)
 
 
+async def _preview(tool: str, fn: Any, input: dict[str, Any], ctx: ToolContext) -> str:
+    try:
+        out = await run_in_thread(tool, fn, input, ctx)
+    except (BinaryFile, FileTooLarge, ValueError):
+        return ""
+    return "" if out.is_error else out.content
+
+
 class WriteFileTool:
     """``write_file {path, content}``: create or overwrite a file, atomically."""
 
@@ -216,6 +224,24 @@ class WriteFileTool:
 
     async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return await run_in_thread(self.name, self._write, input, ctx)
+
+    async def preview(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        """The unified diff this call would make, written nowhere (for an approval
+        question); "" when the call would fail."""
+        return await _preview(self.name, self._diff, input, ctx)
+
+    def _diff(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = resolve_tool_path(get_str(input, "path"), ctx)
+        content = get_str(input, "content", allow_empty=True)
+        name = display_path(path, ctx)
+        if path.is_dir() or (path.exists() and path.stat().st_size > MAX_EDIT_FILE_BYTES):
+            return ToolOutput(content="")
+        before = path.read_bytes() if path.exists() else None
+        try:
+            diff = unified_diff(None if before is None else decode_text(before, name).text, content, name)
+        except BinaryFile:
+            diff = f"Binary file {name} replaced by text\n"
+        return ToolOutput(content=diff)
 
     def _write(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         refuse_if_read_only(ctx, self.name)
@@ -282,6 +308,21 @@ class EditFileTool:
 
     async def run(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return await run_in_thread(self.name, self._edit, input, ctx)
+
+    async def preview(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        """The unified diff this call would make, written nowhere (for an approval
+        question); "" when the call would fail."""
+        return await _preview(self.name, self._diff, input, ctx)
+
+    def _diff(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = resolve_tool_path(get_str(input, "path"), ctx)
+        name = display_path(path, ctx)
+        old = get_str(input, "old_string", allow_empty=True)
+        new = get_str(input, "new_string", allow_empty=True)
+        _existing_file(path, name, max_bytes=MAX_EDIT_FILE_BYTES, tool=self.name)
+        decoded = decode_text(path.read_bytes(), name)
+        result = apply_edit(decoded.text, old, new, replace_all=get_bool(input, "replace_all", default=False), name=name)
+        return ToolOutput(content=unified_diff(decoded.text, result.text, name))
 
     def _edit(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         refuse_if_read_only(ctx, self.name)

@@ -152,3 +152,51 @@ def test_leaving_a_session_that_ended_in_error_exits_as_attach_does(musec: Musec
     sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
     _leave(term, code=1)
     assert musec("attach", sid).returncode == 1
+
+
+def test_an_attached_terminal_withdraws_its_question_when_another_interrupts(musec: Musec, buggy_repo: Path,
+                                                                             tmp_path: Path, terms) -> None:
+    script = tmp_path / "ask.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "touch ran.txt"}}],
+                                            [{"text": "After."}]]}))
+    first = terms(f"{BIN / 'musec'} --model scripted:{script} --approval ask", musec.env, buggy_repo)
+    first.wait_for(lambda s: "›" in s, "the prompt")
+    first.send("make a file", "Enter")
+    first.wait_for(lambda s: "Allow bash(touch ran.txt)?" in s, "the approval in the first terminal")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    second = terms(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    second.wait_for(lambda s: "Allow bash(touch ran.txt)?" in s, "the approval in the second terminal")
+    first.send("C-c")
+    first.wait_for(lambda s: "[interrupting…]" in s, "the interrupt in the first terminal")
+    # The second terminal withdraws its question at once, with nothing typed there.
+    screen = second.wait_for(lambda s: "the question is withdrawn" in s, "the withdrawn question")
+    tail = screen.rpartition("the question is withdrawn")[2]
+    second.wait_for(lambda s: "interrupted" in s.rpartition("the question is withdrawn")[2], "the turn's end shown")
+    assert "Allow" not in tail
+    assert not (buggy_repo / "ran.txt").exists()
+    _leave(first)
+
+
+def test_an_edit_approval_shows_the_diff_before_the_question(musec: Musec, buggy_repo: Path, fix_script: Path,
+                                                             terms) -> None:
+    def shown_before_the_question(screen: str) -> list[str]:
+        before = screen.rpartition("Allow edit_file(pager.py)?")[0].rpartition("Allow bash(")[2]
+        return [ln.strip() for ln in before.splitlines()]
+
+    term = terms(f"{BIN / 'musec'} --model scripted:{fix_script} --approval ask", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("fix it", "Enter")
+    term.wait_for(lambda s: "Allow bash(" in s, "the first approval")
+    term.send("y", "Enter")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    second = terms(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)  # attach shows it the same way
+    for screen in (term.wait_for(lambda s: "Allow edit_file(pager.py)?" in s, "the edit approval"),
+                   second.wait_for(lambda s: "Allow edit_file(pager.py)?" in s, "the edit approval, attached")):
+        lines = shown_before_the_question(screen)
+        assert "edit_file(pager.py) would change:" in lines
+        assert "-    start = number * size" in lines and "+    start = (number - 1) * size" in lines
+    term.send("n", "Enter")
+    second.wait_for(lambda s: "approval: denied" in s, "the answer seen in the attached terminal")
+    term.send("C-c")
+    term.wait_for(lambda s: prompt_after(s, "interrupt"), "the prompt")
+    _leave(term)
