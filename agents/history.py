@@ -40,6 +40,7 @@ from .core.events import (
     AgentMessage,
     AgentSpawned,
     AnyEvent,
+    ApprovalModeChanged,
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
@@ -173,7 +174,7 @@ class History:
                     self._user_block(ToolResultBlock(event.call_id, text, True))
                     self._release_held()
             case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded()
-                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
+                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated()
                   | NetConnection() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()

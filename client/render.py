@@ -209,6 +209,8 @@ class Renderer:
             self._line(self._c("31", f"[{agent}] failed: {_s(ev, 'error')}; restarting in {_s(ev, 'retry_in_s')} s"))
         elif kind == "approval_resolved":
             self._line(prefix + self._c("33", "  " + self.resolved_words(ev)))
+        elif kind == "approval_mode_changed":
+            self._line(self._c("33", f"(approval mode {_s(ev, 'approval')}, was {_s(ev, 'previous')})"))
         elif kind == "model_retry":
             why = _s(ev, "error").splitlines()[0] if _s(ev, "error") else f"status {_s(ev, 'status')}"
             self._line(prefix + self._c("33", f"  retrying the model call ({_s(ev, 'attempt')}/{_s(ev, 'max_attempts')}) "

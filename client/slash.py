@@ -27,7 +27,7 @@ BUILTIN = {
     "/compact": "compact the context now",
     "/clear": "end this session and start a new one",
     "/resume": "switch to another session (a picker), or /resume ID",
-    "/approval": "/approval MODE (ask, auto, read-only, never)",
+    "/approval": "the approval mode; /approval MODE (ask, auto, read-only, never) switches it",
     "/last": "the last tool result in full",
     "/exit": "leave (Ctrl-D too); Ctrl-C or Esc interrupts a running turn",
 }
@@ -101,8 +101,9 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
         if arg not in ("ask", "auto", "read-only", "never"):
             out(f"  approval is {ctx.status.approval or 'ask'}; /approval MODE takes ask, auto, read-only or never")
         else:
-            out(f"  changing the approval mode of a live session is not available yet; "
-                f"it stays {ctx.status.approval or 'ask'} (start with --approval {arg})")
+            conn.request(p.SetApproval(id=conn.next_id(), session_id=sid, approval=arg))
+            ctx.status.approval = arg
+            out(f"  approval is {arg} from the next tool call on")
     elif name == "/last":
         out(ctx.last_result or "  no tool result yet")
     elif name[1:] in ctx.names or arg:

@@ -14,7 +14,7 @@ import socket
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, assert_never
+from typing import Any, TypeVar, assert_never, get_args
 
 import anyio
 import anyio.abc
@@ -149,7 +149,7 @@ class Connection:
                 return
             case p.StartSession() | p.ResumeSession() | p.Attach():
                 await self._join(msg)
-            case p.UserInput() | p.ApprovalAnswer() | p.Interrupt() | p.EndSession():
+            case p.UserInput() | p.ApprovalAnswer() | p.Interrupt() | p.EndSession() | p.SetApproval():
                 await self._control(msg)
             case p.SwitchModel():
                 self.host.switch_model(msg)
@@ -224,10 +224,12 @@ class Connection:
                 await send_log(self.send_bytes, event_batches(path, msg.id, sid, msg.since_seq))
                 await self.send(p.SessionEnded(id=msg.id, session_id=sid, exit_reason="not_live", log_path=str(path)))
 
-    async def _control(self, msg: p.UserInput | p.ApprovalAnswer | p.Interrupt | p.EndSession) -> None:
-        """Input, approval answers, interrupts and ends for a live session."""
+    async def _control(self, msg: p.UserInput | p.ApprovalAnswer | p.Interrupt | p.EndSession | p.SetApproval) -> None:
+        """Input, approval answers, interrupts, approval modes and ends for a live session."""
         if isinstance(msg, p.ApprovalAnswer) and msg.decision not in ("allow", "deny", "always"):
             raise BadRequest(f"decision must be allow, deny or always, not {msg.decision!r}")
+        if isinstance(msg, p.SetApproval) and msg.approval not in get_args(p.ApprovalMode):
+            raise BadRequest(f"approval must be ask, auto, read-only or never, not {msg.approval!r}")
         session = self.host.live(msg.session_id)
         match msg:
             case p.UserInput():
@@ -240,6 +242,8 @@ class Connection:
                 session.interrupt()
             case p.EndSession():
                 session.end()
+            case p.SetApproval():
+                session.set_approval(msg.approval, self.name)
         await self.send(p.Ok(id=msg.id))
 
     def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog) -> p.DaemonMsg:

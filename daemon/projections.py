@@ -13,6 +13,7 @@ from musec.agents.core.events import (
     AgentMessage,
     AgentSpawned,
     AnyEvent,
+    ApprovalModeChanged,
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
@@ -79,7 +80,7 @@ class WorkersView:
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
                   | AgentMessage() | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested()
-                  | ApprovalResolved() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
+                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
@@ -181,7 +182,7 @@ class AgentsView:
                 self.ended = True
             case (ToolResultsCleared()
                   | SessionResumed() | LogRepaired() | TurnEnded() | UserMessage() | AgentMessage()
-                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted()
+                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
                   | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
@@ -263,7 +264,7 @@ class CostsView:
                 row["usd"] += float(event.cost_usd)
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
-                  | AgentMessage() | ModelRequest() | RateLimited() | ApprovalRequested() | ApprovalResolved()
+                  | AgentMessage() | ModelRequest() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged()
                   | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
                   | Review() | BaselineSnapshot() | KernelEvaluated()
@@ -335,7 +336,7 @@ class Counters:
                 self.tool_calls += 1
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
-                  | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
+                  | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged()
                   | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
                   | Review() | BaselineSnapshot() | KernelEvaluated() | NetConnection() | InstructionsAdded()

@@ -272,6 +272,18 @@ class EndSession(_Msg, tag="end_session"):
     session_id: str
 
 
+class SetApproval(_Msg, tag="set_approval"):
+    """Switch a live session's approval mode (``ask``, ``auto``, ``read-only``, ``never``)
+    from its next tool call on; logged as ``approval_mode_changed`` (``/approval MODE``).
+
+    Reply: ``Ok``; ``Error{bad_request}`` for a mode not in that list.
+    """
+
+    id: int
+    session_id: str
+    approval: str
+
+
 class CollectSessions(_Msg, tag="collect_sessions"):
     """Remove ended sessions older than ``older_than_s`` with their blobs (never a live one).
 
@@ -402,7 +414,7 @@ class InspectWorkspace(_Msg, tag="inspect_workspace"):
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | SwitchModel | ApprovalAnswer | Interrupt
     | EndSession | ListSessions | ListModels | Cost | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
-    | InspectWorkspace
+    | InspectWorkspace | SetApproval
 )
 
 
@@ -739,7 +751,7 @@ DaemonMsg = (
 # Which reply each plain request causes (the session requests and ``Attach`` answer with
 # a stream instead; see their docstrings). A client checks the reply it gets against it.
 REPLY: dict[type, type] = {
-    Replay: ReplayResult, UserInput: Ok, SwitchModel: Ok, ApprovalAnswer: Ok, Interrupt: Ok, EndSession: Ok,
+    Replay: ReplayResult, UserInput: Ok, SwitchModel: Ok, ApprovalAnswer: Ok, Interrupt: Ok, EndSession: Ok, SetApproval: Ok,
     CollectSessions: Collected, Cost: CostReport, ListAgents: Agents, ListWorkers: Workers,
     ApplyIntegration: Applied, ListModels: Models, ListSessions: Sessions, ReadLog: LogLines,
     VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok, InspectWorkspace: WorkspaceReport,

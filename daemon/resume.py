@@ -21,6 +21,7 @@ from musec.agents.core.events import (
     AgentMessage,
     AgentSpawned,
     AnyEvent,
+    ApprovalModeChanged,
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
@@ -79,12 +80,14 @@ class ResumeState:
         open_calls: ``tool_started`` events with no ``tool_finished``/``tool_interrupted``.
         in_turn: the log stops inside a turn (a user message not followed by ``turn_ended``).
         fanout: the session's fan-outs (one cut off by the stop is gone on with).
+        approval: the approval mode the person last switched to, "" when never.
     """
 
     events: int = 0
     open_calls: dict[str, ToolStarted] = field(default_factory=dict)
     in_turn: bool = False
     fanout: FanoutState = field(default_factory=FanoutState)
+    approval: str = ""  # the last ``/approval MODE`` switch ("" when none)
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event."""
@@ -99,6 +102,8 @@ class ResumeState:
                 self.in_turn = True
             case TurnEnded():
                 self.in_turn = False
+            case ApprovalModeChanged():
+                self.approval = event.approval
             case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
                   | ModelResponse() | ModelSwitched() | ToolResultsCleared() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
@@ -204,7 +209,10 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     for call in cut:
         session.record(ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
                                        reason="the daemon stopped while it ran"))
-    session.record(SessionResumed(pid=os.getpid(), interrupted_calls=[c.call_id for c in cut], approval=start.approval))
+    if not req.approval and state.approval:  # a switch the person made holds until they pass another
+        agent.approval_mode = state.approval
+    session.record(SessionResumed(pid=os.getpid(), interrupted_calls=[c.call_id for c in cut],
+                                  approval=agent.approval_mode))
     if req.model:
         _note_switch(deps, agent, current)
     return session, state.in_turn, [c.call_id for c in cut]

@@ -20,6 +20,7 @@ import structlog
 from musec.agents.core.events import (
     AgentMessage,
     AnyEvent,
+    ApprovalModeChanged,
     HookContext,
     PromptBlocked,
     SessionEnded,
@@ -253,6 +254,14 @@ class Session:
         pending.decision, pending.by = decision, by
         pending.done.set()
         return True
+
+    def set_approval(self, mode: str, by: str) -> None:
+        """Switch the main agent's approval mode from its next tool call on, logged as
+        ``approval_mode_changed`` (a switch to the mode in force changes nothing)."""
+        previous = self.agent.approval_mode
+        if mode != previous:
+            self.agent.approval_mode = mode
+            self.record(ApprovalModeChanged(approval=mode, previous=previous, by=by))
 
     def interrupt(self) -> None:
         """Cancel the current turn (the agent answers the calls it cut off)."""

@@ -53,7 +53,7 @@ from msgspec import UNSET, UnsetType
 from .conversation import Block
 
 __all__ = [
-    "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalRequested", "ApprovalResolved",
+    "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalModeChanged", "ApprovalRequested", "ApprovalResolved",
     "BaselineSnapshot", "Conflict", "ConflictFile", "Durability", "EVENT_TYPES", "Event", "FileEdited", "HookContext",
     "HookRan", "InstructionsAdded", "Integration", "IntegrationApplied", "KernelEvaluated", "LogRepaired",
     "McpServerFailed", "McpServerRestarting", "McpServerStarted", "ModelRequest", "ModelResponse", "ModelRetry",
@@ -277,6 +277,16 @@ class ApprovalRequested(Event, frozen=True, tag="approval_requested"):
     rule: str = ""
     source: str = ""
     preview: str | UnsetType = UNSET
+
+
+class ApprovalModeChanged(Event, frozen=True, tag="approval_mode_changed"):
+    """A person switched the session's approval mode (``/approval MODE``): it holds from
+    the next tool call on, and when the session is resumed without ``--approval``.
+    ``by`` is the client that asked; ``previous`` the mode it replaced."""
+
+    approval: str
+    previous: str = ""
+    by: str = ""
 
 
 class ApprovalResolved(Event, frozen=True, tag="approval_resolved"):
@@ -610,7 +620,7 @@ class KernelEvaluated(Event, frozen=True, tag="kernel_evaluated"):
 AnyEvent = (
     SessionStarted | SessionResumed | LogRepaired | TurnEnded | SessionEnded
     | UserMessage | AgentMessage | ModelRequest | ModelResponse | ModelSwitched | ModelRetry | RateLimited
-    | ApprovalRequested | ApprovalResolved | ToolStarted | FileEdited | ToolFinished | ToolResultsCleared | ToolInterrupted
+    | ApprovalRequested | ApprovalResolved | ApprovalModeChanged | ToolStarted | FileEdited | ToolFinished | ToolResultsCleared | ToolInterrupted
     | NetConnection
     | InstructionsAdded | SkillLoaded | HookContext | HookRan | PromptBlocked
     | McpServerStarted | McpServerRestarting | McpServerFailed
@@ -686,7 +696,7 @@ def persistence(event: AnyEvent) -> Persistence:
     """
     match event:
         case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | UserMessage() | AgentMessage()
-              | ModelSwitched() | ApprovalRequested() | ApprovalResolved() | ToolStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
+              | ModelSwitched() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
               | WorkerSpawned() | Integration() | IntegrationApplied() | KernelEvaluated()):
             return _AHEAD
         case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()

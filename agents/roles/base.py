@@ -25,6 +25,7 @@ from ..core.events import (
     AgentMessage,
     AgentSpawned,
     AnyEvent,
+    ApprovalModeChanged,
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
@@ -131,7 +132,7 @@ class BackgroundAgent:
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
-                  | ApprovalResolved() | ToolStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
+                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):

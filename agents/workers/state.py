@@ -11,6 +11,7 @@ from ..core.events import (
     AgentMessage,
     AgentSpawned,
     AnyEvent,
+    ApprovalModeChanged,
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
@@ -87,7 +88,7 @@ class FanoutState:
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
-                  | ApprovalResolved() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
+                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):

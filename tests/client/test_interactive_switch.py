@@ -200,3 +200,30 @@ def test_an_edit_approval_shows_the_diff_before_the_question(musec: Musec, buggy
     term.send("C-c")
     term.wait_for(lambda s: prompt_after(s, "interrupt"), "the prompt")
     _leave(term)
+
+
+def test_slash_approval_switches_the_live_sessions_mode(musec: Musec, buggy_repo: Path, tmp_path: Path, terms) -> None:
+    script = tmp_path / "two.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "touch one.txt"}}],
+                                            [{"text": "One."}],
+                                            [{"tool": "bash", "input": {"command": "touch two.txt"}}],
+                                            [{"text": "Two."}]]}))
+    term = terms(f"{BIN / 'musec'} --model scripted:{script} --approval ask", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("first", "Enter")
+    term.wait_for(lambda s: "Allow bash(touch one.txt)?" in s, "the approval in ask mode")
+    term.send("y", "Enter")
+    term.wait_for(lambda s: "One." in s and prompt_after(s, "One."), "the first answer")
+    term.send("/approval auto", "Enter")
+    term.wait_for(lambda s: "approval is auto from the next tool call on" in s and "approval auto" in s.splitlines()[-1]
+                  + s.rstrip().splitlines()[-1], "the switch, and the status line")
+    term.send("second", "Enter")
+    screen = term.wait_for(lambda s: "Two." in s and prompt_after(s, "Two."), "the second answer, asked nothing")
+    assert "Allow bash(touch two.txt)" not in screen and (buggy_repo / "two.txt").exists()
+    term.send("/approval sometimes", "Enter")
+    term.wait_for(lambda s: "/approval MODE takes ask, auto, read-only or never" in s, "the refusal of an unknown mode")
+    _leave(term)
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    changed = [e for e in _events(musec, sid) if e["type"] == "approval_mode_changed"]
+    assert [(e["approval"], e["previous"]) for e in changed] == [("auto", "ask")] and changed[0]["by"].startswith("client:")
+    assert musec("log", "verify", sid).returncode == 0 and musec("replay", sid).returncode == 0
