@@ -52,6 +52,7 @@ FOR_ERROR: dict[p.ErrorCode, Exit] = {
     "log_corrupt": Exit.GOAL_UNMET,
     "internal": Exit.GOAL_UNMET,
     "already_resolved": Exit.GOAL_UNMET,
+    "check_failed": Exit.GOAL_UNMET,  # e.g. applying an integration whose tests failed
     "daemon_error": Exit.GOAL_UNMET,
     "daemon_already_running": Exit.GOAL_UNMET,
     "permission_denied": Exit.UNREACHABLE,

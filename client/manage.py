@@ -41,5 +41,8 @@ def cmd_apply(args: argparse.Namespace) -> Exit:
     """``musec apply ID``: the integrated fan-out result onto the person's branch."""
     conn = connect()
     r = conn.request(p.ApplyIntegration(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
-    out(f"{r.branch}: {r.how} {r.old_head[:12]} -> {r.new_head[:12]}")
+    if r.how == "up-to-date":
+        out(f"{r.branch}: the integration of session {r.session_id} is already on your branch; nothing to apply")
+    else:
+        out(f"{r.branch}: {r.how} {r.old_head[:12]} -> {r.new_head[:12]}")
     return OK

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import protocol as p
-from .errors import BadRequest
+from .errors import BadRequest, CheckFailed
 from .eventlog import iter_events
 
 if TYPE_CHECKING:
@@ -23,7 +23,8 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
     ``integration_applied`` from the reply, on the event loop.
 
     Raises:
-        BadRequest: no integration, a failed one, or git refused (the message says why).
+        BadRequest: no integration, or git refused (the message says why).
+        CheckFailed: the integration did not pass (conflicts or failing tests).
     """
     from musec.agents.workers import WorkerError, apply
     from musec.agents.workers.state import FanoutState
@@ -36,10 +37,12 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
     if integration is None:
         raise BadRequest(f"session {sid} has no integrated fan-out result to apply")
     if not integration.ok:
-        raise BadRequest(f"the integration of session {sid} did not pass (conflicts or failing tests); "
-                         "see `musec workers " + sid + "`")
-    if _already_applied(workspace, integration.head):
-        raise BadRequest(f"the integration of session {sid} is already on your branch; nothing to apply")
+        raise CheckFailed(f"the integration of session {sid} did not pass (conflicts or failing tests); "
+                          "see `musec workers " + sid + "`")
+    here = _already_applied(workspace, integration.head)
+    if here is not None:  # applying twice is applying once
+        branch, head = here
+        return p.Applied(id=request_id, session_id=sid, branch=branch, old_head=head, new_head=head, how="up-to-date")
     try:
         result = apply(workspace, integration.branch, expected_head=integration.base_head or "",
                        snapshot=integration.base_commit if integration.snapshot else None)
@@ -49,13 +52,16 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
                      new_head=result.new_head, how=result.how)
 
 
-def _already_applied(workspace: str, head: str) -> bool:
-    """Whether the person's HEAD is the integration's head or descends from it."""
+def _already_applied(workspace: str, head: str) -> tuple[str, str] | None:
+    """The person's branch and HEAD when HEAD is the integration's head or descends from
+    it (the result is already there); else ``None``."""
     import pygit2
 
     try:
         repo = pygit2.Repository(pygit2.discover_repository(workspace))
         current = repo.head.target
-        return str(current) == head or repo.descendant_of(current, pygit2.Oid(hex=head))
+        if str(current) == head or repo.descendant_of(current, pygit2.Oid(hex=head)):
+            return repo.head.shorthand, str(current)
     except (pygit2.GitError, ValueError, TypeError, KeyError):
-        return False
+        pass
+    return None

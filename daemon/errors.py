@@ -29,5 +29,12 @@ class SessionNotFound(DaemonError):
     code = "session_not_found"
 
 
+class CheckFailed(DaemonError):
+    """A check the request depends on did not pass (an integration with conflicts or
+    failing tests cannot be applied): exit 1, as a failed check, not a usage error."""
+
+    code = "check_failed"
+
+
 class BadRequest(DaemonError):
     code = "bad_request"

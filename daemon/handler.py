@@ -167,7 +167,7 @@ class Connection:
 
                 reply = await off_loop(apply_integration, self.index, msg.session_id, msg.id)
                 session = self.host.sessions.get(reply.session_id)
-                if session is not None:  # recorded on the loop: the log has one writer task
+                if session is not None and reply.how != "up-to-date":  # recorded on the loop: one writer task
                     session.record(IntegrationApplied(branch=reply.branch, old_head=reply.old_head,
                                                       new_head=reply.new_head, how=reply.how))
                 await self.send(reply)

@@ -98,7 +98,7 @@ def test_green_branches_that_break_together_are_caught(musec: Musec, tmp_path: P
     assert {w["name"]: w["commits"] for w in workers["workers"]} == {"rename": 1, "feature": 1, "docs": 1}
     assert "FAILED" in workers["integration"]
     refused = musec("apply", sid)
-    assert refused.returncode == 2 and "did not pass" in refused.stderr
+    assert refused.returncode == 1 and "did not pass" in refused.stderr  # a failed check, not a usage error
 
 
 def test_clean_integration_is_applied_through_git(musec: Musec, tmp_path: Path) -> None:
@@ -117,7 +117,9 @@ def test_clean_integration_is_applied_through_git(musec: Musec, tmp_path: Path) 
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, env=musec.env)
     assert status.stdout == ""
     again = musec("apply", sid)
-    assert again.returncode == 2 and "already on your branch" in again.stderr
+    assert again.returncode == 0 and "already on your branch; nothing to apply" in again.stdout  # idempotent
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True,
+                          env=musec.env).stdout == ""
 
 
 @pytest.mark.parametrize("tasks", [[], [{"name": "a b", "instruction": "x"}], [{"name": "integration", "instruction": "x"}]])
