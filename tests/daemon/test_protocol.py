@@ -27,6 +27,7 @@ CLIENT_MSGS = [
     p.ApprovalAnswer(id=6, session_id="abc", call_id="c1", decision="allow"),
     p.Interrupt(id=7, session_id="abc"),
     p.EndSession(id=8, session_id="abc"),
+    p.SetApproval(id=8, session_id="abc", approval="auto"),
     p.ListSessions(id=9, workspace="/w"),
     p.ListSessions(id=10),
     p.ReadLog(id=11, session_id="ab"),
