@@ -195,5 +195,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
-    """Parse ``argv`` (argparse exits 2 with its usage line on bad arguments)."""
-    return build_parser(argv).parse_args(list(argv))
+    """Parse ``argv`` (argparse exits 2 with its usage line on bad arguments).
+
+    ``musec help [COMMAND]`` is ``musec [COMMAND] --help``; an ``--older-than`` value that
+    starts with ``-`` is taken as its value (so ``-5d`` gets gc's own message, not argparse's).
+    """
+    argv = list(argv)
+    if argv[:1] == ["help"]:
+        argv = [*argv[1:2], "--help"]
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--older-than" and argv[i + 1].startswith("-"):
+            argv[i:i + 2] = [f"--older-than={argv[i + 1]}"]
+            break
+    return build_parser(argv).parse_args(argv)

@@ -17,9 +17,12 @@ _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 def parse_age_s(text: str) -> float:
     """``30d``, ``12h``, ``90m``... in seconds. Raises ``UsageError``."""
     try:
-        return float(text[:-1]) * _AGE_UNITS[text[-1]]
+        age_s = float(text[:-1]) * _AGE_UNITS[text[-1]]
     except (KeyError, ValueError, IndexError):
-        raise UsageError(f"--older-than takes an age like 30d, 12h or 90m, not {text!r}") from None
+        age_s = -1.0
+    if not age_s >= 0 or age_s == float("inf"):
+        raise UsageError(f"--older-than takes an age like 30d, 12h or 90m, not {text!r}")
+    return age_s
 
 
 def cmd_gc(args: argparse.Namespace) -> Exit:

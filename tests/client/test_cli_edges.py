@@ -62,3 +62,14 @@ def test_timed_out_command_says_so(musec: Musec, buggy_repo: Path, tmp_path: Pat
     proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=buggy_repo)
     assert proc.returncode == 0, proc.stderr
     assert "timed out" in proc.stdout
+
+
+def test_gc_with_a_negative_age_says_what_it_takes(musec: Musec) -> None:
+    for age in ("-5d", "nand", "infd"):
+        proc = musec("gc", "--older-than", age)
+        assert proc.returncode == 2 and proc.stderr.strip() == f"musec: --older-than takes an age like 30d, 12h or 90m, not {age!r}"
+
+
+def test_musec_help_is_an_alias_of_help(musec: Musec) -> None:
+    assert musec("help").stdout == musec("--help").stdout and musec("help").returncode == 0
+    assert musec("help", "run").stdout == musec("run", "--help").stdout
