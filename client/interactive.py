@@ -94,7 +94,15 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
     if follower is None:
         # The session starts now, before the first task: the banner, the trust prompt and
         # any config error come first, and a task is never typed into a failing start.
+        spec = getattr(args, "kernel_spec", "")
         req = start_request(conn, args, "", interactive=True)
+        if spec:  # `/optimize SPEC`: this session is a kernel campaign, started at once
+            import msgspec
+
+            from .kernels import campaign_task, spec_ref
+
+            req = msgspec.structs.replace(req, task=campaign_task(spec), kernel_spec=spec_ref(spec),
+                                          title=f"optimize {spec}")
         out(BANNER.format(version=__version__, model=req.model, approval=req.approval, workspace=req.workspace))
         slash = _print_extensions(conn, req.workspace)
         status.model, status.approval = req.model, req.approval
@@ -132,6 +140,12 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
                 _end(conn, session_id)
                 out("(a new session)")
                 return prompt_loop(conn, like_this_session(args, status))
+            if outcome.action == "optimize":
+                _end(conn, session_id)
+                out(f"(a new session: the kernel campaign {outcome.arg}; `musec kernels ID` shows its leaderboard)")
+                campaign = like_this_session(args, status)
+                campaign.kernel_spec = outcome.arg
+                return prompt_loop(conn, campaign)
             if outcome.action == "resume":
                 target = _choose(conn, outcome.arg, session_id)
                 if target is None:

@@ -45,11 +45,16 @@ def spec_ref(spec: str) -> str:
     return str(path.resolve()) if path.exists() else spec
 
 
+def campaign_task(spec: str) -> str:
+    """The first message of a campaign session (``musec optimize`` without a task, ``/optimize``)."""
+    return (f"Run the kernel-optimisation campaign {spec}: improve the candidate, evaluate it "
+            "after each change, and finish with the leaderboard.")
+
+
 def cmd_optimize(args: argparse.Namespace) -> Exit:
     """``musec optimize SPEC [--budget-usd X] [--max-wall 24h]``: run a campaign headlessly."""
     max_wall_s = parse_wall(args.max_wall) if args.max_wall else 0.0
-    task = args.task or (f"Run the kernel-optimisation campaign {args.spec}: improve the candidate, evaluate it "
-                         "after each change, and finish with the leaderboard.")
+    task = args.task or campaign_task(args.spec)
     conn = connect()
     req = start_request(conn, args, task, interactive=False)
     req = msgspec.structs.replace(req, kernel_spec=spec_ref(args.spec), max_wall_s=max_wall_s,

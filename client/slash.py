@@ -26,6 +26,7 @@ BUILTIN = {
     "/workers": "the session's fan-out workers",
     "/compact": "compact the context now",
     "/clear": "end this session and start a new one",
+    "/optimize": "/optimize SPEC: end this session and start a kernel-optimisation campaign here (cpu-example, kda, mla-decode, or a kernel-task.toml)",
     "/resume": "switch to another session (a picker), or /resume ID",
     "/approval": "the approval mode; /approval MODE (ask, auto, read-only, never) switches it",
     "/last": "the last tool result in full",
@@ -36,7 +37,8 @@ BUILTIN = {
 @dataclass
 class Outcome:
     """What the prompt loop does after a command: ``stay`` (ask again), ``send`` (send
-    ``text`` to the session), ``exit``, ``clear`` (a new session), ``resume`` (``arg``)."""
+    ``text`` to the session), ``exit``, ``clear`` (a new session), ``resume`` (``arg``),
+    ``optimize`` (a new session running the kernel campaign ``arg``)."""
 
     action: str
     text: str = ""
@@ -95,6 +97,11 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
             "by the daemon when it fills")
     elif name == "/clear":
         return Outcome("clear")
+    elif name == "/optimize":
+        if not arg:
+            out("  /optimize SPEC starts a kernel campaign: cpu-example, kda, mla-decode, or a path to a kernel-task.toml")
+        else:
+            return Outcome("optimize", arg=arg)
     elif name == "/resume":
         return Outcome("resume", arg=arg)
     elif name == "/approval":

@@ -227,3 +227,36 @@ def test_slash_approval_switches_the_live_sessions_mode(musec: Musec, buggy_repo
     changed = [e for e in _events(musec, sid) if e["type"] == "approval_mode_changed"]
     assert [(e["approval"], e["previous"]) for e in changed] == [("auto", "ask")] and changed[0]["by"].startswith("client:")
     assert musec("log", "verify", sid).returncode == 0 and musec("replay", sid).returncode == 0
+
+
+def test_slash_optimize_starts_a_kernel_campaign_session(musec: Musec, tmp_path: Path, terms) -> None:
+    """Issue 16 part 2: `/optimize SPEC` inside a session starts the campaign there, with the
+    session's model and options, and runs it at once."""
+    pytest.importorskip("torch")
+    from tests.agents.kernel_opt.candidates import FASTER, git
+
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README").write_text("kernels\n")
+    git(repo, "add", "README")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    script = tmp_path / "campaign.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "write_file", "input": {"path": "candidate.py", "content": FASTER}}],
+        [{"tool": "evaluate_kernel", "input": {}}],
+        [{"text": "The campaign's best is kept."}]]}))
+    term = terms(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("/optimize", "Enter")
+    term.wait_for(lambda s: "/optimize SPEC starts a kernel campaign" in s, "the usage line")
+    term.send("/optimize cpu-example", "Enter")
+    term.wait_for(lambda s: "The campaign's best is kept." in s and prompt_after(s, "The campaign's best is kept."),
+                  "the campaign's first turn", timeout_s=240)
+    _leave(term)
+    sessions = musec.json("sessions", "--workspace", str(repo), "--json")
+    campaign = next(s for s in sessions if s["title"] == "optimize cpu-example")
+    events = _events(musec, campaign["id"])
+    assert events[0]["kernel_spec"] == "cpu-example" and events[0]["approval"] == "auto"
+    evaluated = [e for e in events if e["type"] == "kernel_evaluated"]
+    assert [e["status"] for e in evaluated] == ["correct"] and evaluated[0]["commit"]
