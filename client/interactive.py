@@ -94,15 +94,7 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
     if follower is None:
         # The session starts now, before the first task: the banner, the trust prompt and
         # any config error come first, and a task is never typed into a failing start.
-        spec = getattr(args, "kernel_spec", "")
-        req = start_request(conn, args, "", interactive=True)
-        if spec:  # `/optimize SPEC`: this session is a kernel campaign, started at once
-            import msgspec
-
-            from .kernels import campaign_task, spec_ref
-
-            req = msgspec.structs.replace(req, task=campaign_task(spec), kernel_spec=spec_ref(spec),
-                                          title=f"optimize {spec}")
+        req = _start_request(conn, args)
         out(BANNER.format(version=__version__, model=req.model, approval=req.approval, workspace=req.workspace))
         slash = _print_extensions(conn, req.workspace)
         status.model, status.approval = req.model, req.approval
@@ -136,16 +128,8 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
                 continue
             if outcome.action == "exit":
                 break
-            if outcome.action == "clear":
-                _end(conn, session_id)
-                out("(a new session)")
-                return prompt_loop(conn, like_this_session(args, status))
-            if outcome.action == "optimize":
-                _end(conn, session_id)
-                out(f"(a new session: the kernel campaign {outcome.arg}; `musec kernels ID` shows its leaderboard)")
-                campaign = like_this_session(args, status)
-                campaign.kernel_spec = outcome.arg
-                return prompt_loop(conn, campaign)
+            if outcome.action in ("clear", "optimize"):
+                return _start_in_place(conn, args, status, session_id, outcome.arg if outcome.action == "optimize" else "")
             if outcome.action == "resume":
                 target = _choose(conn, outcome.arg, session_id)
                 if target is None:
@@ -165,6 +149,32 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
         if session_id == "":
             return follower.exit_code
     return _end(conn, session_id)
+
+
+def _start_request(conn: Connection, args: argparse.Namespace) -> p.StartSession:
+    """The interactive session's ``StartSession``; with ``args.kernel_spec`` (``/optimize
+    SPEC``) a kernel campaign that starts at once with the campaign's first message."""
+    req = start_request(conn, args, "", interactive=True)
+    spec = getattr(args, "kernel_spec", "")
+    if spec:
+        import msgspec
+
+        from .kernels import campaign_task, spec_ref
+
+        req = msgspec.structs.replace(req, task=campaign_task(spec), kernel_spec=spec_ref(spec), title=f"optimize {spec}")
+    return req
+
+
+def _start_in_place(conn: Connection, args: argparse.Namespace, status: SessionStatus, session_id: str,
+                    kernel_spec: str) -> Exit:
+    """``/clear`` and ``/optimize SPEC``: end this session and go on in a new one set up like
+    it (a kernel campaign when ``kernel_spec`` is given)."""
+    _end(conn, session_id)
+    like = like_this_session(args, status)
+    like.kernel_spec = kernel_spec
+    out(f"(a new session: the kernel campaign {kernel_spec}; `musec kernels ID` shows its leaderboard)"
+        if kernel_spec else "(a new session)")
+    return prompt_loop(conn, like)
 
 
 def _end(conn: Connection, session_id: str) -> Exit:
