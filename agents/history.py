@@ -24,6 +24,10 @@ Events that shape the history (``History.apply`` says what it does with every ty
   ``HookContext``: what a hook adds (a Stop hook's reason to go on); ``SkillLoaded``: a
   skill the person invoked (``/NAME``, ``$NAME``). Each is user text at the next turn
   boundary, as an agent message.
+
+The working time since the person's latest message (``wall_s``, for ``--max-wall``) is a
+``WorkClock`` over the events' ``ts``: it starts at the message, stops at ``TurnEnded``,
+and the daemon's downtime before a ``SessionResumed`` does not count.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import assert_never
 import msgspec
 
 from .budget import clear_results
+from .clock import WorkClock
 from .context import ContextMeter, block_chars
 from .core.conversation import Message, TextBlock, ToolCallBlock, ToolResultBlock, Usage
 from .core.events import (
@@ -115,10 +120,12 @@ class History:
         self.context = ContextMeter()  # how full the context is (agents/context.py)
         self.cleared: set[str] = set()  # call ids whose results were cleared (tool_results_cleared)
         self.result_blobs: dict[str, str] = {}  # call id -> blob of its whole result, when it has one
+        self.clock = WorkClock()  # working time since the latest person's message
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event into the history (events of other agents are ignored, except a
         message addressed to this one)."""
+        self.clock.tick(event)
         match event:
             case AgentMessage():
                 if event.to != self.agent:
@@ -138,6 +145,10 @@ class History:
                 if event.agent == self.agent:
                     self._user_block(TextBlock(event.text))
                     self.turns_since_user = 0
+                    self.clock.start(event.ts, afresh=True)
+            case TurnEnded():
+                if event.agent == self.agent:
+                    self.clock.stop()
             case ModelRequest():
                 if event.agent == self.agent:
                     chars = event.request_chars if isinstance(event.request_chars, int) else 0
@@ -173,7 +184,7 @@ class History:
                     text = f"[tool call interrupted: {event.reason}; it may have partly run]"
                     self._user_block(ToolResultBlock(event.call_id, text, True))
                     self._release_held()
-            case (SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded()
+            case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated()
@@ -182,6 +193,10 @@ class History:
                 pass  # no part of the conversation
             case _:
                 assert_never(event)
+
+    def wall_s(self, now: float) -> float:
+        """Seconds worked since the latest person's message, up to ``now`` (Unix seconds)."""
+        return self.clock.seconds(now)
 
     def _release_held(self) -> None:
         if self._held and not self.unanswered_calls():

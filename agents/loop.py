@@ -76,7 +76,7 @@ OnDelta = Callable[[str, TextDelta], Awaitable[None]]
 class Outcome:
     """How a run of the loop ended.
 
-    ``exit_reason``: ``finished``, ``max_turns``, ``needs_approval``, ``error``,
+    ``exit_reason``: ``finished``, ``max_turns``, ``budget``, ``max_wall``, ``needs_approval``, ``error``,
     ``provider_unreachable`` or ``interrupted``. ``result`` is the model's final text.
     """
 
@@ -106,6 +106,8 @@ class Agent:
         faults: the restart tests' crash points (``NO_FAULTS`` outside them).
         context_config: the tool-output budget and clearing settings (``[context]``).
         window_tokens: the model's context window (the catalog's), ``None`` when unknown.
+        max_wall_s: stop before a model call once the agent has worked this many seconds
+            since the person's latest message (``History.wall_s``; 0: no limit).
     """
 
     def __init__(
@@ -128,6 +130,7 @@ class Agent:
         faults: Faults = NO_FAULTS,
         context_config: ContextConfig | None = None,
         window_tokens: int | None = None,
+        max_wall_s: float = 0.0,
     ) -> None:
         self.agent_id = agent_id
         self.provider = provider
@@ -148,6 +151,7 @@ class Agent:
         """Awaited after ``tool_started`` is recorded, before the tool runs: returns once
         the log holds it on disk (the daemon's group commit, off the event loop; a
         recorder that makes write-ahead events durable itself needs nothing here)."""
+        self.max_wall_s = max_wall_s
         self.history = History(agent_id)
         self.context_config = context_config or ContextConfig()
         self.window_tokens = window_tokens
@@ -230,6 +234,9 @@ class Agent:
                 return Outcome("max_turns", message=f"stopped after {self.max_turns} model turns (--max-turns)")
             if self.budget_usd and self.history.cost_usd >= self.budget_usd:
                 return Outcome("budget", message=f"stopped at ${self.history.cost_usd:.4f}, the --budget-usd cap is ${self.budget_usd:g}")
+            if self.max_wall_s and self.history.wall_s(time.time()) >= self.max_wall_s:
+                return Outcome("max_wall", message=f"stopped after {self.history.wall_s(time.time()):.0f} s of work, "
+                                                   f"the --max-wall limit is {self.max_wall_s:g} s")
             self._clear_old_results()
             request = self.build_request()
             use, chars = self._measure()

@@ -45,6 +45,8 @@ def _run(sp: argparse.ArgumentParser) -> None:
     session_opts(sp)
     sp.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
     sp.add_argument("--budget-usd", type=float, default=None)
+    sp.add_argument("--max-wall", default=None, metavar="DURATION",
+                    help="stop once the agent has worked this long on a message, such as 90s, 30m or 2h")
     sp.add_argument("--resume", default=None, metavar="ID", help="go on with session ID")
     sp.add_argument("--continue", dest="continue_", action="store_true",
                     help="go on with the latest session of the workspace")

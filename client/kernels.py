@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +21,10 @@ import msgspec
 from musec.daemon import protocol as p
 
 from .connection import connect
-from .errors import UsageError
 from .exitcodes import OK, Exit
 from .output import out, out_json
-from .requests import start_request
+from .requests import parse_wall, start_request
 from .run import follow_run
-
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
-
-
-def parse_wall(text: str) -> float:
-    """``--max-wall``: ``90s``, ``15m``, ``24h``, ``1d`` or seconds -> seconds. Raises ``UsageError``."""
-    m = _DURATION.fullmatch(text or "")
-    if not m or float(m.group(1)) <= 0:
-        raise UsageError(f"--max-wall {text!r}: write a positive duration such as 90s, 15m, 24h or 1d")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
 
 
 def spec_ref(spec: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from pathlib import Path
 
 from musec.daemon import protocol as p
@@ -15,6 +16,24 @@ from .connection import Connection
 from .errors import UsageError
 
 DEFAULT_MAX_TURNS = 50
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
+
+
+def parse_wall(text: str, option: str = "--max-wall") -> float:
+    """A duration: ``90s``, ``15m``, ``24h``, ``1d`` or seconds -> seconds.
+
+    Raises:
+        UsageError: not a positive duration (the message names ``option``).
+    """
+    m = _DURATION.fullmatch(text or "")
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"{option} {text!r}: write a positive duration such as 90s, 15m, 24h or 1d")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+
+
+def _max_wall_s(args: argparse.Namespace) -> float:
+    text = getattr(args, "max_wall", None)
+    return parse_wall(text) if text else 0.0
 
 
 def credentials() -> dict[str, str]:
@@ -89,7 +108,7 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         blackboard=getattr(args, "blackboard", True),
         agents_model=resolve_model(agents_model) if agents_model else "",
         agents_budget_usd=getattr(args, "agents_budget_usd", 0.0) or 0.0, trust=trust,
-        ask_trust=interactive and not trust, environment=dict(os.environ),
+        ask_trust=interactive and not trust, environment=dict(os.environ), max_wall_s=_max_wall_s(args),
     )
 
 
@@ -103,5 +122,5 @@ def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.R
         workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
         credentials=credentials(), interactive=False, end_when_idle=True,
         approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(),
-        environment=dict(os.environ), model=getattr(args, "model", None) or "",
+        environment=dict(os.environ), model=getattr(args, "model", None) or "", max_wall_s=_max_wall_s(args),
     )

@@ -90,6 +90,7 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
         tools, suffix = _kernel_campaign(deps, session, req)
         extra.extend(tools)
     agent = build_agent(deps, session, req, credentials, extra_tools=extra, prompt_suffix=suffix)
+    agent.max_wall_s = req.max_wall_s  # the session's limit is the main agent's (workers have their own)
     from .extensions import attach_extensions
 
     attach_extensions(deps, session, req, agent, prompt_suffix=suffix)
@@ -455,7 +456,7 @@ def session_started_event(req: p.StartSession, agent: Agent, workspace: Path, se
         agents_budget_usd=req.agents_budget_usd,
         blackboard=req.blackboard,
         kernel_spec=req.kernel_spec if req.kernel_spec else UNSET,
-        max_wall_s=req.max_wall_s if req.kernel_spec else UNSET,
+        max_wall_s=req.max_wall_s if req.max_wall_s or req.kernel_spec else UNSET,
         system_prompt=agent.system_prompt,
         musec_version=musec_version(),
         pid=os.getpid(),

@@ -120,8 +120,10 @@ class StartSession(_Msg, tag="start_session"):
     with ``trust`` or without ``ask_trust``. Neither: such files are ignored.
 
     ``kernel_spec`` (``musec optimize SPEC``) makes the session a kernel-optimisation
-    campaign: a shipped spec name or a path to a ``kernel-task.toml``; ``max_wall_s``
-    (0: the spec's) is its wall-time budget.
+    campaign: a shipped spec name or a path to a ``kernel-task.toml``. ``max_wall_s``
+    (``--max-wall``; 0: none) stops the main agent before a model call once it has worked
+    that many seconds since the person's latest message; it is also a campaign's wall-time
+    budget (0: the spec's).
 
     Replies: ``SessionStarted``, then the session's stream on this request's id (``Event``,
     ``Delta``, ``Idle``, ``SessionEnded``, or ``Resync`` when this client falls behind);
@@ -159,8 +161,8 @@ class ResumeSession(_Msg, tag="resume_session"):
     """Go on with a session from its log (after a restart, a crash, or its end).
 
     ``session_id`` empty means the latest session of ``workspace`` (``--continue``).
-    ``task``, when given, is the next user message. ``approval``/``max_turns`` empty or
-    0 keep the session's. ``backlog`` sends every logged event first (interactive
+    ``task``, when given, is the next user message. ``approval``/``max_turns``/``max_wall_s``
+    empty or 0 keep the session's. ``backlog`` sends every logged event first (interactive
     resume); otherwise only new events are sent.
 
     Replies: ``SessionStarted`` (``resumed``), then the stream as for ``StartSession``; or
@@ -181,6 +183,7 @@ class ResumeSession(_Msg, tag="resume_session"):
     redact: list[str] = []
     environment: dict[str, str] = {}  # as StartSession.environment
     model: str = ""  # switch to this model from the next request (``model_switched``); empty keeps it
+    max_wall_s: float = 0.0
 
 
 class Replay(_Msg, tag="replay"):

@@ -186,7 +186,7 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
             sandbox=started.sandbox, agents=list(started.background),
             blackboard=started.blackboard,
             agents_model=started.agents_model, agents_budget_usd=started.agents_budget_usd,
-            kernel_spec=started.kernel_spec or "", max_wall_s=started.max_wall_s or 0.0,
+            kernel_spec=started.kernel_spec or "", max_wall_s=req.max_wall_s or started.max_wall_s or 0.0,
             environment=dict(req.environment),
         )
         agent = build_main_agent(deps, session, start, credentials)
