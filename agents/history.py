@@ -25,6 +25,12 @@ Events that shape the history (``History.apply`` says what it does with every ty
   skill the person invoked (``/NAME``, ``$NAME``). Each is user text at the next turn
   boundary, as an agent message.
 
+- ``GoalSet``: the goal the agent works toward (``agents/goal``); ``GoalChecked`` with
+  ``instruct``: the judgment that it is not met yet, with the reason; ``GoalUpdated`` to
+  ``active``: the person resumed it. Each is user text at the next turn boundary and, like
+  a person's message, starts the turn count and the working time afresh (the goal has its
+  own budget).
+
 The working time since the person's latest message (``wall_s``, for ``--max-wall``) is a
 ``WorkClock`` over the events' ``ts``: it starts at the message, stops at ``TurnEnded``,
 and the daemon's downtime before a ``SessionResumed`` does not count.
@@ -50,6 +56,9 @@ from .core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    GoalChecked,
+    GoalSet,
+    GoalUpdated,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -83,6 +92,7 @@ from .core.events import (
     WorkerFinished,
     WorkerSpawned,
 )
+from .goal.texts import goal_instruction
 from .modelswitch import convert_history
 from .tools.untrusted import mark_untrusted
 
@@ -121,6 +131,7 @@ class History:
         self.cleared: set[str] = set()  # call ids whose results were cleared (tool_results_cleared)
         self.result_blobs: dict[str, str] = {}  # call id -> blob of its whole result, when it has one
         self.clock = WorkClock()  # working time since the latest person's message
+        self.goal_condition = ""  # of the latest GoalSet
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event into the history (events of other agents are ignored, except a
@@ -161,6 +172,16 @@ class History:
                 if event.agent == self.agent:
                     self.messages = clear_results(self.messages, event.where)
                     self.cleared |= set(event.where)
+            case GoalSet() | GoalChecked() | GoalUpdated():
+                if event.agent == self.agent:
+                    if isinstance(event, GoalSet):
+                        self.goal_condition = event.condition
+                    text = goal_instruction(event, self.goal_condition)
+                    if text:  # like a person's message: the turn count and working time start again
+                        self._held.append(TextBlock(text))
+                        self._release_held()
+                        self.turns_since_user = 0
+                        self.clock.start(event.ts, afresh=True)
             case ModelResponse():
                 if event.agent == self.agent:
                     self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))

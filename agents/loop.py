@@ -152,6 +152,9 @@ class Agent:
         the log holds it on disk (the daemon's group commit, off the event loop; a
         recorder that makes write-ahead events durable itself needs nothing here)."""
         self.max_wall_s = max_wall_s
+        # Another limit asked before each model call (a goal's budget, agents.goal): an
+        # ``Outcome`` to stop with, or None to go on.
+        self.extra_limit: Callable[[], Outcome | None] | None = None
         self.history = History(agent_id)
         self.context_config = context_config or ContextConfig()
         self.window_tokens = window_tokens
@@ -237,6 +240,9 @@ class Agent:
             if self.max_wall_s and self.history.wall_s(time.time()) >= self.max_wall_s:
                 return Outcome("max_wall", message=f"stopped after {self.history.wall_s(time.time()):.0f} s of work, "
                                                    f"the --max-wall limit is {self.max_wall_s:g} s")
+            stop = self.extra_limit() if self.extra_limit is not None else None
+            if stop is not None:
+                return stop
             self._clear_old_results()
             request = self.build_request()
             use, chars = self._measure()

@@ -47,6 +47,9 @@ def _run(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--budget-usd", type=float, default=None)
     sp.add_argument("--max-wall", default=None, metavar="DURATION",
                     help="stop once the agent has worked this long on a message, such as 90s, 30m or 2h")
+    sp.add_argument("--goal", default=None, metavar="CONDITION",
+                    help="work until CONDITION holds: after each turn the --check command runs, then an evaluator judges")
+    sp.add_argument("--check", default=None, metavar="CMD", help="the goal's check: passes when it exits 0 (with --goal)")
     sp.add_argument("--resume", default=None, metavar="ID", help="go on with session ID")
     sp.add_argument("--continue", dest="continue_", action="store_true",
                     help="go on with the latest session of the workspace")

@@ -65,7 +65,7 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
                 return for_reason(end.exit_reason)
             case (p.Idle() | p.SessionStarted() | p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
                   | p.ReplayResult() | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied()
-                  | p.Collected() | p.StatusReply() | p.WorkspaceReport()):
+                  | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply()):
                 pass  # Ok answers an approval sent here; the rest answer nothing this loop asks (pieces come joined)
             case _:
                 assert_never(msg)

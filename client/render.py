@@ -217,6 +217,8 @@ class Renderer:
                                               f"in {_s(ev, 'delay_s')} s: {_short(why, 100)}"))
         elif kind == "rate_limited":
             self._line(prefix + self._c("33", f"  rate limited ({_short(_s(ev, 'reason'), 80)}): waiting {_s(ev, 'wait_s')} s"))
+        elif kind in ("goal_set", "goal_checked", "goal_updated"):
+            self._line(self._c("34", goal_words(ev)))
         elif kind == "turn_ended" and self.turn_ends and ev.get("exit_reason") not in ("finished", None):
             self._line(self._c("33", f"[{_s(ev, 'exit_reason')}] {_s(ev, 'message')}".rstrip()))
 
@@ -276,6 +278,24 @@ class Renderer:
         return f"{head}{len(lines)} line{'s' if len(lines) != 1 else ''}"
 
 
+def goal_words(ev: dict[str, Any]) -> str:
+    """A goal event in one line: set, judged (met or why not), paused, ended."""
+    kind = ev.get("type")
+    goal = _s(ev, "goal_id", "goal")
+    if kind == "goal_set":
+        check = f" (check: {_short(_s(ev, 'check'), 60)})" if ev.get("check") else ""
+        return f"◎ goal {goal} set: {_short(_s(ev, 'condition'), 100)}{check}"
+    if kind == "goal_checked":
+        verdict = _s(ev, "verdict").replace("_", " ")
+        reason = _s(ev, "reason").strip().splitlines()
+        return f"◎ goal {goal} judged by the {_s(ev, 'by')}: {verdict}" + (f" · {_short(reason[0], 100)}" if reason else "")
+    status = _s(ev, "status")
+    line = f"◎ goal {goal} {status}: {_short(_s(ev, 'reason'), 100)}"
+    if status == "paused" and _s(ev, "by") == "stuck":
+        line += " · /goal resume to go on"
+    return line
+
+
 class _Waiting:
     """The spinner's text, rendered afresh at each refresh (so the seconds move)."""
 
@@ -311,6 +331,8 @@ def log_line_summary(ev: dict[str, Any]) -> str:
         detail = _s(ev, "path")
     elif kind in ("session_ended", "turn_ended"):
         detail = _s(ev, "exit_reason")
+    elif kind in ("goal_set", "goal_checked", "goal_updated"):
+        detail = goal_words(ev).removeprefix("◎ ")
     elif kind == "session_started":
         detail = f"{_s(ev, 'model')} in {_s(ev, 'workspace')}"
     line = f"{_s(ev, 'seq', '?'):>5}  {t}  {_s(ev, 'agent'):<6} {kind:<18} {detail}".rstrip()

@@ -109,7 +109,24 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         agents_model=resolve_model(agents_model) if agents_model else "",
         agents_budget_usd=getattr(args, "agents_budget_usd", 0.0) or 0.0, trust=trust,
         ask_trust=interactive and not trust, environment=dict(os.environ), max_wall_s=_max_wall_s(args),
+        goal=_goal(args),
     )
+
+
+def _goal(args: argparse.Namespace) -> p.GoalRequest | None:
+    """``--goal`` and ``--check``; the run's --budget-usd, --max-turns and --max-wall are the
+    goal's budget too. Raises ``UsageError``."""
+    condition, check = getattr(args, "goal", None), getattr(args, "check", None)
+    if condition is None:
+        if check is not None:
+            raise UsageError('--check is the check of a goal: musec run --goal "CONDITION" --check "CMD"')
+        return None
+    if not condition.strip():
+        raise UsageError('--goal is empty: say what must hold, e.g. --goal "the tests pass"')
+    if check is not None and not check.strip():
+        raise UsageError('--check is empty: give the command that passes when the goal is met, e.g. --check "pytest -q"')
+    return p.GoalRequest(condition=condition.strip(), check=(check or "").strip(), budget_usd=getattr(args, "budget_usd", None) or 0.0,
+                         max_turns=args.max_turns or 0, max_wall_s=_max_wall_s(args))
 
 
 def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.ResumeSession:

@@ -32,10 +32,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     task = read_task(args)
     if args.resume and args.continue_:
         raise UsageError("give either --resume ID or --continue, not both")
+    if (args.resume or args.continue_) and (args.goal is not None or args.check is not None):
+        raise UsageError('a goal is set when a run starts; in a resumed session send "/goal CONDITION --check CMD" as the message')
     if args.resume or args.continue_:
         conn = connect()
         return follow_run(conn, resume_request(conn, args, task), args.output_format)
-    if not task.strip():
+    if not task.strip() and args.goal is None:
         raise UsageError('give the task: musec run "fix the failing test" (or musec run - to read it from stdin)')
     conn = connect()
     return follow_run(conn, start_request(conn, args, task, interactive=False), args.output_format)
@@ -115,7 +117,7 @@ def follow_run(
             case p.Idle():
                 pass  # a headless session ends by itself when idle (end_when_idle)
             case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
-                  | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply() | p.WorkspaceReport()):
+                  | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply()):
                 pass  # replies to requests this loop does not make
             case _:
                 assert_never(msg)

@@ -1,5 +1,5 @@
 """The interactive client's slash commands (DESIGN §3): ``/help /model /cost /agents
-/workers /compact /clear /resume /approval /last /exit``.
+/workers /compact /clear /resume /approval /last /goal /exit``.
 
 A ``/NAME`` of a skill or custom command (or any ``/NAME args``) goes to the session as a
 message: the daemon expands it there. ``/help`` lists the ones the daemon reported.
@@ -30,6 +30,7 @@ BUILTIN = {
     "/resume": "switch to another session (a picker), or /resume ID",
     "/approval": "the approval mode; /approval MODE (ask, auto, read-only, never) switches it",
     "/last": "the last tool result in full",
+    "/goal": '/goal CONDITION [--check "CMD"] [--budget-usd X] [--max-turns N] [--max-wall D]; /goal pause|resume|clear; /goal: its status',
     "/exit": "leave (Ctrl-D too); Ctrl-C or Esc interrupts a running turn",
 }
 
@@ -113,11 +114,26 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
             out(f"  approval is {arg} from the next tool call on")
     elif name == "/last":
         out(ctx.last_result or "  no tool result yet")
+    elif name == "/goal":
+        _goal(ctx, arg)
     elif name[1:] in ctx.names or arg:
         return Outcome("send", text=line)  # the daemon expands skills and custom commands
     else:
         out(f"unknown command {name}; /help lists the commands")
     return Outcome("stay")
+
+
+def _goal(ctx: Context, arg: str) -> None:
+    """``/goal``: the daemon parses and does it (the goal is the session's, in its log)."""
+    from .errors import RequestFailed
+
+    try:
+        reply = ctx.conn.request(p.GoalCommand(id=ctx.conn.next_id(), session_id=ctx.session_id, text=arg))
+    except RequestFailed as exc:
+        out(f"  {safe(str(exc))}")
+        return
+    for line in reply.lines:
+        out(f"  {safe(line)}")
 
 
 def _model(ctx: Context, arg: str) -> None:

@@ -186,6 +186,8 @@ class Connection:
                 await self.send(await inspect_workspace(self.paths.config, self.paths.state, msg))
             case p.ListSessions():
                 await self.send(p.Sessions(id=msg.id, sessions=await off_loop(self.index.list_sessions, msg.workspace)))
+            case p.GoalCommand():
+                await self.send(await self._goal(msg))
             case p.Status():
                 await self.send(p.StatusReply(
                     id=msg.id, pid=os.getpid(), socket=str(self.paths.socket), version=musec_version(),
@@ -245,6 +247,19 @@ class Connection:
             case p.SetApproval():
                 session.set_approval(msg.approval, self.name)
         await self.send(p.Ok(id=msg.id))
+
+    async def _goal(self, msg: p.GoalCommand) -> p.GoalReply:
+        """``/goal`` for a live session. Raises ``BadRequest`` with the usage or the reason."""
+        from musec.agents.goal import GoalUsageError
+
+        session = self.host.live(msg.session_id)
+        if session.goals is None:
+            raise BadRequest("this session cannot take a goal")
+        try:
+            lines = await session.goals.command(msg.text, idle=session.status != "running")
+        except GoalUsageError as exc:
+            raise BadRequest(str(exc)) from None
+        return p.GoalReply(id=msg.id, session_id=session.id, lines=lines)
 
     def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog) -> p.DaemonMsg:
         """The reply of a read-only request: a view of a session rebuilt from its log.

@@ -18,6 +18,9 @@ from musec.agents.core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    GoalChecked,
+    GoalSet,
+    GoalUpdated,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -84,7 +87,8 @@ class WorkersView:
                   | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
+                  | GoalSet() | GoalChecked() | GoalUpdated()):
                 pass
             case _:
                 assert_never(event)
@@ -186,7 +190,8 @@ class AgentsView:
                   | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
+                  | GoalSet() | GoalChecked() | GoalUpdated()):
                 pass
             case _:
                 assert_never(event)
@@ -269,7 +274,8 @@ class CostsView:
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
                   | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
+                  | GoalSet() | GoalChecked() | GoalUpdated()):
                 pass
             case _:
                 assert_never(event)
@@ -341,7 +347,8 @@ class Counters:
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
                   | Review() | BaselineSnapshot() | KernelEvaluated() | NetConnection() | InstructionsAdded()
                   | HookContext() | HookRan() | PromptBlocked() | McpServerStarted()
-                  | McpServerRestarting() | McpServerFailed()):
+                  | McpServerRestarting() | McpServerFailed()
+                  | GoalSet() | GoalChecked() | GoalUpdated()):
                 pass
             case _:
                 assert_never(event)

@@ -104,6 +104,18 @@ class Hello(_Msg, tag="hello"):
 # --- client -> daemon -----------------------------------------------------------------
 
 
+class GoalRequest(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A goal to work toward (``musec run --goal``): the agent works until the check
+    passes and an evaluator judges ``condition`` met, or the goal's budget (``budget_usd``,
+    ``max_turns``, ``max_wall_s``; 0: none) is spent."""
+
+    condition: str
+    check: str = ""
+    budget_usd: float = 0.0
+    max_turns: int = 0
+    max_wall_s: float = 0.0
+
+
 class StartSession(_Msg, tag="start_session"):
     """Create a session and (if ``task`` is non-empty) run it as the first user message.
 
@@ -131,6 +143,9 @@ class StartSession(_Msg, tag="start_session"):
 
     ``environment`` is the client's environment: the daemon expands ``${VAR}`` in MCP server
     configs from it for this session only, holds it in memory and never writes it.
+
+    ``goal`` sets a goal before the task (which may then be empty): the session works until
+    the goal ends (met, impossible, its budget spent) or pauses (stuck).
     """
 
     id: int
@@ -155,6 +170,7 @@ class StartSession(_Msg, tag="start_session"):
     kernel_spec: str = ""
     max_wall_s: float = 0.0
     environment: dict[str, str] = {}
+    goal: GoalRequest | None = None
 
 
 class ResumeSession(_Msg, tag="resume_session"):
@@ -414,10 +430,23 @@ class InspectWorkspace(_Msg, tag="inspect_workspace"):
     start_mcp: bool = False
 
 
+class GoalCommand(_Msg, tag="goal_command"):
+    """``/goal ARGS`` for a live session: ``text`` is what follows ``/goal`` (a condition
+    with options, ``pause``, ``resume``, ``clear``, or nothing for the status).
+
+    Reply: ``GoalReply``, or ``Error{bad_request}`` (bad arguments, nothing to act on) or
+    ``Error{session_not_found}`` (not live).
+    """
+
+    id: int
+    session_id: str
+    text: str = ""
+
+
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | SwitchModel | ApprovalAnswer | Interrupt
     | EndSession | ListSessions | ListModels | Cost | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
-    | InspectWorkspace | SetApproval
+    | InspectWorkspace | SetApproval | GoalCommand
 )
 
 
@@ -744,10 +773,18 @@ class WorkspaceReport(_Msg, tag="workspace_report"):
     warnings: list[str] = []
 
 
+class GoalReply(_Msg, tag="goal_reply"):
+    """The answer to ``GoalCommand``: lines for the person (the goal's status, or what was done)."""
+
+    id: int
+    session_id: str
+    lines: list[str] = []
+
+
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | EventPart | Delta | Idle | SessionEnded | Resync
     | Sessions | LogLines | VerifyResult | ReplayResult | Models | CostReport | Agents | Workers | Applied | Collected | StatusReply
-    | WorkspaceReport
+    | WorkspaceReport | GoalReply
 )
 
 
@@ -758,6 +795,7 @@ REPLY: dict[type, type] = {
     CollectSessions: Collected, Cost: CostReport, ListAgents: Agents, ListWorkers: Workers,
     ApplyIntegration: Applied, ListModels: Models, ListSessions: Sessions, ReadLog: LogLines,
     VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok, InspectWorkspace: WorkspaceReport,
+    GoalCommand: GoalReply,
 }
 
 

@@ -26,6 +26,9 @@ from musec.agents.core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    GoalChecked,
+    GoalSet,
+    GoalUpdated,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -109,7 +112,8 @@ class ResumeState:
                   | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
+                  | GoalSet() | GoalChecked() | GoalUpdated()):
                 pass
             case _:
                 assert_never(event)
@@ -215,7 +219,9 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
                                   approval=agent.approval_mode))
     if req.model:
         _note_switch(deps, agent, current)
-    return session, state.in_turn, [c.call_id for c in cut]
+    # An active goal goes on: its unjudged stop is judged, or the agent is sent back to it.
+    resume_turn = state.in_turn or (session.goals is not None and session.goals.resumable())
+    return session, resume_turn, [c.call_id for c in cut]
 
 
 def _note_switch(deps: AgentDeps, agent: Any, current: str) -> None:

@@ -41,6 +41,15 @@ log = structlog.get_logger("musec.session")
 SUBSCRIBER_BUFFER = 512
 INPUT_BUFFER = 64
 MAX_REVIEW_ROUNDS = 2  # times the reviewer may send a finished turn back
+_KICK = "\0start a turn"  # an input that starts a turn with no person's message (Session.kick)
+
+
+def goal_arguments(text: str) -> str | None:
+    """What follows ``/goal`` when a message is a ``/goal`` command, else ``None``."""
+    stripped = text.strip()
+    if stripped == "/goal" or stripped.startswith(("/goal ", "/goal\n")):
+        return stripped[len("/goal"):].strip()
+    return None
 
 
 class Subscriber:
@@ -104,6 +113,11 @@ class Session:
         self.on_end: Callable[[Session], None] | None = None
         self.resumed_at_seq = 0
         self.campaign: Any = None  # agents.kernel_opt.campaign.Campaign of ``musec optimize``
+        from musec.agents.goal.state import GoalState
+
+        self.goal = GoalState()  # the session's goal: a fold of its events (agents.goal)
+        self.goals: Any = None  # agents.goal.driver.GoalDriver, set by the daemon
+        self.initial_goal: Any = None  # agents.goal.GoalSpec of ``musec run --goal``, set when _run starts
 
     # -- events -------------------------------------------------------------------
 
@@ -123,6 +137,7 @@ class Session:
         event, line = self.log.append(event, defer_sync=isinstance(event, ToolStarted))
         if self.agent is not None:
             self.agent.history.apply(event)
+        self.goal.apply(event)
         for worker in self.workers.values():
             worker.history.apply(event)
         for agent in self.background.values():
@@ -230,6 +245,7 @@ class Session:
     def restore(self, event: AnyEvent) -> None:
         """Fold one event of a log being resumed into the counters and seen message ids."""
         self.counters.apply(event)
+        self.goal.apply(event)
 
     async def ask(self, agent_id: str, call: Any, tool: Any) -> tuple[str, str]:
         """Wait for the first client's answer to an approval (the agent loop's ``ask``)."""
@@ -263,6 +279,10 @@ class Session:
             self.agent.approval_mode = mode
             self.record(ApprovalModeChanged(approval=mode, previous=previous, by=by))
 
+    def kick(self) -> None:
+        """Start a turn with no person's message (a goal set or resumed while idle)."""
+        self.submit(_KICK, "")
+
     def interrupt(self) -> None:
         """Cancel the current turn (the agent answers the calls it cut off)."""
         if self._turn_scope is not None:
@@ -276,23 +296,29 @@ class Session:
 
     # -- running ------------------------------------------------------------------
 
+    async def _work(self) -> Any:
+        """The agent's run, sent back by the reviewer's findings (at most ``MAX_REVIEW_ROUNDS``)."""
+        outcome = await self.agent.run()
+        reviewer = self.background.get("reviewer")
+        rounds = 0
+        while reviewer is not None and outcome.exit_reason == "finished" and rounds < MAX_REVIEW_ROUNDS:
+            findings = await reviewer.review()
+            if not findings:
+                break
+            rounds += 1  # sent back: the agent goes on with the findings in its history
+            reviewer.record(AgentMessage(to="main", from_="reviewer", priority="high",
+                                         body="Before you finish, the review of your changes found:\n" + "\n".join(f"- {f}" for f in findings)))
+            outcome = await self.agent.run()
+        return outcome
+
     async def _turn(self) -> tuple[str, str, str]:
-        """Run the agent until it stops; return (exit_reason, result, message)."""
+        """Run the agent until it stops (and, with a goal, until the goal ends or pauses);
+        return (exit_reason, result, message)."""
         self.status = "running"
         outcome = None
         with anyio.CancelScope() as scope:
             self._turn_scope = scope
-            outcome = await self.agent.run()
-            reviewer = self.background.get("reviewer")
-            rounds = 0
-            while reviewer is not None and outcome.exit_reason == "finished" and rounds < MAX_REVIEW_ROUNDS:
-                findings = await reviewer.review()
-                if not findings:
-                    break
-                rounds += 1  # sent back: the agent goes on with the findings in its history
-                reviewer.record(AgentMessage(to="main", from_="reviewer", priority="high",
-                                             body="Before you finish, the review of your changes found:\n" + "\n".join(f"- {f}" for f in findings)))
-                outcome = await self.agent.run()
+            outcome = await (self.goals.drive(self._work) if self.goals is not None else self._work())
         self._turn_scope = None
         if outcome is None:
             reason, result, message = "interrupted", "", "the turn was interrupted"
@@ -385,6 +411,21 @@ class Session:
             self.record(HookContext(hook_event="UserPromptSubmit", text=f"[UserPromptSubmit hook: {context}]"))
         return True
 
+    async def _goal_message(self, arguments: str) -> tuple[str, str, str]:
+        """A message that is a ``/goal`` command (``musec run --resume ID "/goal resume"``):
+        done as the interactive ``/goal`` is, then a turn when it leaves the goal active."""
+        from musec.agents.goal import GoalUsageError
+
+        try:
+            lines = await self.goals.command(arguments, idle=False)
+        except GoalUsageError as exc:
+            self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="error"))
+            return "error", "", str(exc)
+        if self.goal.active:
+            return await self._turn()
+        self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="finished", result="\n".join(lines)))
+        return "finished", "\n".join(lines), ""
+
     async def ask_agent(self, agent: str, question: str) -> str:
         """A background agent's answer (the ``ask_agent`` tool). Raises ``LookupError``."""
         found = self.background.get(agent)
@@ -411,11 +452,15 @@ class Session:
                 spawned, finished = self.resume_fanout
                 self.resume_fanout = None
                 await self.fanout.resume_from_log(spawned, finished)
+            if self.initial_goal is not None:
+                await self.goals.set(self.initial_goal, by="run")
+                if not first_task:
+                    self.kick()
             if resume_turn:
                 reason, result, message = await self._turn()
                 if self.end_when_idle and not first_task:
                     return
-            elif not first_task:
+            elif not first_task and self.initial_goal is None:
                 self.status = "idle"
                 self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="ready"))
                 if self.end_when_idle:
@@ -424,7 +469,11 @@ class Session:
             if first_task:
                 self.submit(first_task)
             async for text, client_msg_id in self._inputs:
-                if await self._submit_prompt(text, client_msg_id):
+                if text is _KICK:
+                    reason, result, message = await self._turn()
+                elif self.goals is not None and goal_arguments(text) is not None:
+                    reason, result, message = await self._goal_message(goal_arguments(text) or "")
+                elif await self._submit_prompt(text, client_msg_id):
                     reason, result, message = await self._turn()
                 else:
                     reason, result, message = "error", "", "a UserPromptSubmit hook blocked the message"

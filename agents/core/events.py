@@ -54,7 +54,8 @@ from .conversation import Block
 
 __all__ = [
     "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalModeChanged", "ApprovalRequested", "ApprovalResolved",
-    "BaselineSnapshot", "Conflict", "ConflictFile", "Durability", "EVENT_TYPES", "Event", "FileEdited", "HookContext",
+    "BaselineSnapshot", "Conflict", "ConflictFile", "Durability", "EVENT_TYPES", "Event", "FileEdited", "GoalChecked",
+    "GoalSet", "GoalUpdated", "HookContext",
     "HookRan", "InstructionsAdded", "Integration", "IntegrationApplied", "KernelEvaluated", "LogRepaired",
     "McpServerFailed", "McpServerRestarting", "McpServerStarted", "ModelRequest", "ModelResponse", "ModelRetry",
     "ModelSwitched", "ToolResultsCleared",
@@ -617,6 +618,65 @@ class KernelEvaluated(Event, frozen=True, tag="kernel_evaluated"):
     evaluation: dict[str, Any] = {}
 
 
+# --- goals (agents/goal) ------------------------------------------------------------
+
+
+class GoalSet(Event, frozen=True, tag="goal_set"):
+    """A goal to work toward (``/goal``, ``musec run --goal``); it ends the one before.
+
+    ``condition`` verbatim; ``check`` a shell command that passes with exit 0 ("": none);
+    the goal's budget (``budget_usd``, ``max_turns``, ``max_wall_s``; 0: none); how many
+    judgments with no change to the workspace pause it (``stuck_turns``); who set it
+    (``by``: ``person`` or ``run``); ``diff_hash`` the workspace's state then (the first
+    "no change" baseline).
+    """
+
+    goal_id: str = ""
+    condition: str = ""
+    check: str = ""
+    budget_usd: float = 0.0
+    max_turns: int = 0
+    max_wall_s: float = 0.0
+    stuck_turns: int = 3
+    by: str = ""
+    diff_hash: str = ""
+
+
+class GoalChecked(Event, frozen=True, tag="goal_checked"):
+    """One stage of judgment ``n``: by the ``check`` command (``exit_status``, the end of
+    its ``output``) or by the ``evaluator``. ``verdict``: ``met``, ``not_met`` or
+    ``impossible`` (a passing check is ``met`` and the evaluator follows). ``instruct``: the
+    ``reason`` goes back to the working agent as its next instruction. ``blocker`` names
+    what blocks the goal (the stuck detector compares them); ``diff_hash`` is the
+    workspace's state; ``summary`` the evaluator's, for the person.
+    """
+
+    goal_id: str = ""
+    n: int = 0
+    by: str = ""
+    verdict: str = ""
+    reason: str = ""
+    blocker: str = ""
+    diff_hash: str = ""
+    instruct: bool = False
+    exit_status: int | None | UnsetType = UNSET
+    output: str | UnsetType = UNSET
+    summary: str | UnsetType = UNSET
+
+
+class GoalUpdated(Event, frozen=True, tag="goal_updated"):
+    """The goal's ``status`` changed: ``paused``, ``active`` (resumed), ``cleared``, or an
+    end (``met``, ``impossible``, ``budget_limited``), ``by`` the person, the stuck
+    detector, the check or the goal's budget, with the ``reason`` and, at an end or a
+    pause, a ``summary`` for the person."""
+
+    goal_id: str = ""
+    status: str = ""
+    by: str = ""
+    reason: str = ""
+    summary: str | UnsetType = UNSET
+
+
 AnyEvent = (
     SessionStarted | SessionResumed | LogRepaired | TurnEnded | SessionEnded
     | UserMessage | AgentMessage | ModelRequest | ModelResponse | ModelSwitched | ModelRetry | RateLimited
@@ -626,6 +686,7 @@ AnyEvent = (
     | McpServerStarted | McpServerRestarting | McpServerFailed
     | AgentSpawned | AgentFailed | WorkerSpawned | WorkerFinished | Integration | IntegrationApplied
     | TestRun | BaselineSnapshot | RepoMap | Review | KernelEvaluated
+    | GoalSet | GoalChecked | GoalUpdated
 )
 """Every event type the log holds."""
 
@@ -697,12 +758,12 @@ def persistence(event: AnyEvent) -> Persistence:
     match event:
         case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | UserMessage() | AgentMessage()
               | ModelSwitched() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
-              | WorkerSpawned() | Integration() | IntegrationApplied() | KernelEvaluated()):
+              | WorkerSpawned() | Integration() | IntegrationApplied() | KernelEvaluated() | GoalSet() | GoalUpdated()):
             return _AHEAD
         case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()
               | ToolFinished() | ToolResultsCleared() | AgentFailed() | WorkerFinished() | TestRun() | BaselineSnapshot() | RepoMap()
               | Review() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-              | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
+              | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed() | GoalChecked()):
             return _GROUP
         case _:
             assert_never(event)

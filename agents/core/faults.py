@@ -14,6 +14,11 @@ it. Points:
 - ``mid_edit``: an edit's new content is written to its temp file, not yet renamed.
 - ``mid_append``: half of a ``tool_finished`` line is written to the log.
 
+Points of a goal (``GOAL_POINTS``, ``agents/goal``), reached only while a goal is judged:
+
+- ``goal_check``: the goal's check command has run, its ``goal_checked`` not yet written.
+- ``goal_verdict``: the evaluator has answered (logged), its ``goal_checked`` not yet written.
+
 Disarmed (``NO_FAULTS``, the default everywhere), each check is one comparison.
 """
 
@@ -23,6 +28,7 @@ import os
 from collections.abc import Callable, Mapping
 
 POINTS = ("after_tool_started", "during_tool", "before_tool_finished", "mid_model_stream", "mid_edit", "mid_append")
+GOAL_POINTS = ("goal_check", "goal_verdict")
 CRASH_EXIT_STATUS = 137
 ENV_VAR = "MUSEC_CRASH_AT"
 

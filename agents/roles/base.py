@@ -30,6 +30,9 @@ from ..core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    GoalChecked,
+    GoalSet,
+    GoalUpdated,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -135,7 +138,8 @@ class BackgroundAgent:
                   | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
+                  | GoalSet() | GoalChecked() | GoalUpdated()):
                 pass
             case _:
                 assert_never(event)

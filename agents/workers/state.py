@@ -16,6 +16,9 @@ from ..core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    GoalChecked,
+    GoalSet,
+    GoalUpdated,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -91,7 +94,8 @@ class FanoutState:
                   | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()):
+                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
+                  | GoalSet() | GoalChecked() | GoalUpdated()):
                 pass
             case _:
                 assert_never(event)

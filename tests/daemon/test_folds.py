@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from musec.agents.core import events as ev
+from musec.agents.goal import GoalState
 from musec.agents.history import History
 from musec.agents.roles import Reviewer, Scout, Verifier
 from musec.agents.workers.state import FanoutState
@@ -35,7 +36,7 @@ class _Log:
         return event
 
 
-FOLDS = ["history", "history of another agent", "session counters", "resume", "fan-out", "agents view",
+FOLDS = ["history", "history of another agent", "goal", "session counters", "resume", "fan-out", "agents view",
          "workers view", "costs view", *(f"{role}, {when}" for role in ("verifier", "scout", "reviewer")
                                            for when in ("live", "on resume"))]
 
@@ -47,6 +48,7 @@ def folds() -> Iterator[dict[str, Callable[[Any], None]]]:
     found: dict[str, Callable[[Any], None]] = {
         "history": History("main").apply,
         "history of another agent": History("worker:a").apply,
+        "goal": GoalState().apply,
         "session counters": Counters().apply,
         "resume": ResumeState().apply,
         "fan-out": FanoutState().apply,

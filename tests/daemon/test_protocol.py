@@ -50,6 +50,11 @@ CLIENT_MSGS = [
     p.ApplyIntegration(id=22, session_id="abc"),
     p.StartSession(id=23, workspace="/w", model="m", trust=True),
     p.StartSession(id=24, workspace="/w", model="m", interactive=True, ask_trust=True),
+    p.StartSession(id=25, workspace="/w", model="m", max_wall_s=90.0,
+                   goal=p.GoalRequest(condition="tests pass", check="pytest -q", max_turns=5, max_wall_s=600.0)),
+    p.ResumeSession(id=26, session_id="abc", max_wall_s=30.0),
+    p.GoalCommand(id=27, session_id="abc", text='all green --check "pytest -q"'),
+    p.GoalCommand(id=28, session_id="abc"),
 ]
 
 DAEMON_MSGS = [
@@ -86,6 +91,7 @@ DAEMON_MSGS = [
     p.WorkspaceReport(id=16, workspace="/w", trust="trusted", rows=[p.ExtensionRow("skill", "lint", "active", "user")],
                       mcp=[p.McpServerInfo("gh", "stdio", "user", "running", tools=["search"])], warnings=["w"]),
     p.StatusReply(id=12, pid=3, socket="/s", version="1", sessions=["a", "b"], home="/h", log_file="/f"),
+    p.GoalReply(id=20, session_id="s", lines=["goal g1: active", "  condition: tests pass"]),
 ]
 
 

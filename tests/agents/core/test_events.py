@@ -19,7 +19,9 @@ from tests.support.events import samples
 #: order of their old call sites; then the types main gained before the typed events landed
 #: on it (hooks, instructions, skills, MCP servers, net connections, kernel campaigns, the
 #: verifier's snapshot, the new ``session_started`` fields), written by main's string
-#: recorder (commit 459c69e) with the fields of its call sites. Each keeps its ``h``; they
+#: recorder (commit 459c69e) with the fields of its call sites; then the goal's events
+#: (GoalSet, GoalChecked by the check and by the evaluator, GoalUpdated paused, active
+#: and met), from a real stuck-then-resumed goal session. Each keeps its ``h``; they
 #: are not one chain. A new event type adds its line here: this test fails until it does.
 OLD_LINES = (Path(__file__).parent / "old_lines.jsonl").read_bytes().splitlines()
 
