@@ -219,6 +219,9 @@ class Renderer:
             self._line(prefix + self._c("33", f"  rate limited ({_short(_s(ev, 'reason'), 80)}): waiting {_s(ev, 'wait_s')} s"))
         elif kind in ("goal_set", "goal_checked", "goal_updated"):
             self._line(self._c("34", goal_words(ev)))
+            if kind == "goal_updated" and ev.get("summary"):
+                for line in _s(ev, "summary").strip().splitlines()[:8]:
+                    self._line("    " + line)
         elif kind == "turn_ended" and self.turn_ends and ev.get("exit_reason") not in ("finished", None):
             self._line(self._c("33", f"[{_s(ev, 'exit_reason')}] {_s(ev, 'message')}".rstrip()))
 
