@@ -290,8 +290,13 @@ def goal_words(ev: dict[str, Any]) -> str:
         return f"◎ goal {goal} set: {_short(_s(ev, 'condition'), 100)}{check}"
     if kind == "goal_checked":
         verdict = _s(ev, "verdict").replace("_", " ")
-        reason = _s(ev, "reason").strip().splitlines()
-        return f"◎ goal {goal} judged by the {_s(ev, 'by')}: {verdict}" + (f" · {_short(reason[0], 100)}" if reason else "")
+        if ev.get("by") == "check":  # the exit status and the output's last line (pytest's tally)
+            tail = [ln for ln in _s(ev, "output").splitlines() if ln.strip() and not ln.startswith("exit status:")][-1:]
+            detail = f"exit {_s(ev, 'exit_status')}" + (f" · {_short(tail[0], 90)}" if tail else "")
+        else:
+            reason = _s(ev, "reason").strip().splitlines()
+            detail = _short(reason[0], 100) if reason else ""
+        return f"◎ goal {goal}, judgment {_s(ev, 'n')} ({_s(ev, 'by')}): {verdict}" + (f" · {detail}" if detail else "")
     status = _s(ev, "status")
     line = f"◎ goal {goal} {status}: {_short(_s(ev, 'reason'), 100)}"
     if status == "paused" and _s(ev, "by") == "stuck":

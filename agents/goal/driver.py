@@ -207,8 +207,9 @@ class GoalDriver:
         st = self.state
         lines = [f"Goal {st.goal_id} stopped: {why}.", f"Condition: {st.condition}",
                  f"Judged {st.checks} times; spent {st.spent()}."]
-        if st.last_reason:
-            lines.append(f"Last judgment: {st.last_reason}")
+        reason = [ln for ln in st.last_reason.strip().splitlines() if ln.strip() and not ln.startswith("exit status:")]
+        if reason:  # its first line and, for a check's output, its last (pytest's tally)
+            lines.append(f"Last judgment: {reason[0]}" + (f" … {reason[-1].strip()}" if len(reason) > 1 else ""))
         if st.last_text:
             lines.append(f"The agent's last message: {st.last_text[:2000]}")
         return "\n".join(lines)
