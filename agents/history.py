@@ -174,14 +174,7 @@ class History:
                     self.cleared |= set(event.where)
             case GoalSet() | GoalChecked() | GoalUpdated():
                 if event.agent == self.agent:
-                    if isinstance(event, GoalSet):
-                        self.goal_condition = event.condition
-                    text = goal_instruction(event, self.goal_condition)
-                    if text:  # like a person's message: the turn count and working time start again
-                        self._held.append(TextBlock(text))
-                        self._release_held()
-                        self.turns_since_user = 0
-                        self.clock.start(event.ts, afresh=True)
+                    self._goal(event)
             case ModelResponse():
                 if event.agent == self.agent:
                     self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
@@ -214,6 +207,18 @@ class History:
                 pass  # no part of the conversation
             case _:
                 assert_never(event)
+
+    def _goal(self, event: GoalSet | GoalChecked | GoalUpdated) -> None:
+        """What a goal event tells this agent: like a person's message, it starts the turn
+        count and the working time again."""
+        if isinstance(event, GoalSet):
+            self.goal_condition = event.condition
+        text = goal_instruction(event, self.goal_condition)
+        if text:
+            self._held.append(TextBlock(text))
+            self._release_held()
+            self.turns_since_user = 0
+            self.clock.start(event.ts, afresh=True)
 
     def wall_s(self, now: float) -> float:
         """Seconds worked since the latest person's message, up to ``now`` (Unix seconds)."""

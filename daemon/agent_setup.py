@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from musec.agents.core.events import (
     UNSET,
-    AgentSpawned,
     ApprovalRequested,
     ApprovalResolved,
     KernelEvaluated,
@@ -92,56 +91,13 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
         extra.extend(tools)
     agent = build_agent(deps, session, req, credentials, extra_tools=extra, prompt_suffix=suffix)
     agent.max_wall_s = req.max_wall_s  # the session's limit is the main agent's (workers have their own)
-    _goal_driver(deps, session, req, credentials, agent)
+    from .goals import goal_driver
+
+    goal_driver(session, req, agent, lambda r, **kw: build_agent(deps, session, r, credentials, **kw))
     from .extensions import attach_extensions
 
     attach_extensions(deps, session, req, agent, prompt_suffix=suffix)
     return agent
-
-
-def _goal_driver(deps: AgentDeps, session: Session, req: p.StartSession, credentials: dict[str, str], agent: Agent) -> None:
-    """The session's goal driver (``agents.goal``), with its evaluator built on first use;
-    ``musec run --goal``'s goal is set when the session starts running.
-
-    Raises:
-        BadRequest: ``req.goal`` cannot be used (the message says why).
-    """
-    import msgspec
-    from musec.agents.goal import EVALUATOR, GoalUsageError, make_spec
-    from musec.agents.goal.driver import GoalDriver
-    from musec.agents.goal.texts import EVALUATOR_PROMPT
-
-    from .eventlog import iter_events
-
-    if req.goal is not None:
-        g = req.goal
-        try:
-            session.initial_goal = make_spec(g.condition, check=g.check, budget_usd=g.budget_usd or None,
-                                             max_turns=g.max_turns or None, max_wall=g.max_wall_s or None)
-        except GoalUsageError as exc:
-            raise BadRequest(str(exc)) from None
-    built: list[Agent] = []
-
-    def evaluator() -> Agent:
-        """The evaluator: the session's model, its own prompt, no tools, one answer per
-        judgment; its conversation so far folded from the log (it remembers its verdicts)."""
-        if built:
-            return built[0]
-        plain = msgspec.structs.replace(req, budget_usd=0.0, max_wall_s=0.0, max_turns=1)
-        ev = build_agent(deps, session, plain, credentials, agent_id=EVALUATOR)
-        ev.system_prompt, ev.tools = EVALUATOR_PROMPT, {}
-        spawned = False
-        for event in iter_events(session.log.path):
-            ev.history.apply(event)
-            spawned = spawned or (isinstance(event, AgentSpawned) and event.agent == EVALUATOR)
-        session.workers[EVALUATOR] = ev  # its own events fold into its history from now on
-        if not spawned:  # its prompt and tools, for replay
-            session.record(AgentSpawned(agent=EVALUATOR, role="evaluator", model=ev.provider.model,
-                                        system_prompt=ev.system_prompt, tools=[]))
-        built.append(ev)
-        return ev
-
-    session.goals = GoalDriver(session.goal, session.record, agent, evaluator, session.kick)
 
 
 def _kernel_campaign(deps: AgentDeps, session: Session, req: p.StartSession) -> tuple[list[Any], str]:

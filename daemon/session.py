@@ -35,6 +35,7 @@ from . import protocol as p
 from .commit import GroupCommit
 from .errors import BadRequest
 from .eventlog import EventLog
+from .goals import goal_arguments
 from .projections import Counters
 
 log = structlog.get_logger("musec.session")
@@ -42,14 +43,6 @@ SUBSCRIBER_BUFFER = 512
 INPUT_BUFFER = 64
 MAX_REVIEW_ROUNDS = 2  # times the reviewer may send a finished turn back
 _KICK = "\0start a turn"  # an input that starts a turn with no person's message (Session.kick)
-
-
-def goal_arguments(text: str) -> str | None:
-    """What follows ``/goal`` when a message is a ``/goal`` command, else ``None``."""
-    stripped = text.strip()
-    if stripped == "/goal" or stripped.startswith(("/goal ", "/goal\n")):
-        return stripped[len("/goal"):].strip()
-    return None
 
 
 class Subscriber:
@@ -471,8 +464,8 @@ class Session:
             async for text, client_msg_id in self._inputs:
                 if text is _KICK:
                     reason, result, message = await self._turn()
-                elif self.goals is not None and goal_arguments(text) is not None:
-                    reason, result, message = await self._goal_message(goal_arguments(text) or "")
+                elif self.goals is not None and (arguments := goal_arguments(text)) is not None:
+                    reason, result, message = await self._goal_message(arguments)
                 elif await self._submit_prompt(text, client_msg_id):
                     reason, result, message = await self._turn()
                 else:

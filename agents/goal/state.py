@@ -44,6 +44,7 @@ from ..core.events import (
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    ModelSwitched,
     NetConnection,
     PromptBlocked,
     RateLimited,
@@ -56,6 +57,7 @@ from ..core.events import (
     TestRun,
     ToolFinished,
     ToolInterrupted,
+    ToolResultsCleared,
     ToolStarted,
     TurnEnded,
     UserMessage,
@@ -165,7 +167,7 @@ class GoalState:
                   | HookContext() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
                   | McpServerFailed() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished()
                   | Integration() | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review()
-                  | KernelEvaluated()):
+                  | KernelEvaluated() | ModelSwitched() | ToolResultsCleared()):
                 pass  # no part of a goal (the clock above counts their time)
             case _:
                 assert_never(event)
