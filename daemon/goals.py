@@ -23,6 +23,24 @@ def goal_arguments(text: str) -> str | None:
     return None
 
 
+async def goal_message(session: Any, arguments: str) -> tuple[str, str, str]:
+    """A message that is a ``/goal`` command (``musec run --resume ID "/goal resume"``): done
+    as the interactive ``/goal`` is, then a turn of ``session`` when it leaves the goal
+    active; returns the turn's (or the command's) exit reason, result and message."""
+    from musec.agents.goal import GoalUsageError
+
+    try:
+        lines = await session.goals.command(arguments, idle=False)
+    except GoalUsageError as exc:
+        session._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=session.id, exit_reason="error"))
+        return "error", "", str(exc)
+    if session.goal.active:
+        return await session._turn()
+    text = "\n".join(lines)
+    session._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=session.id, exit_reason="finished", result=text))
+    return "finished", text, ""
+
+
 def goal_driver(session: Any, req: p.StartSession, agent: Agent, build: Callable[..., Agent]) -> None:
     """The goal driver of ``session`` (a ``daemon.session.Session``), with its evaluator
     built on first use by ``build(req, agent_id=...)`` (``agent_setup.build_agent``);

@@ -220,8 +220,7 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     if req.model:
         _note_switch(deps, agent, current)
     # An active goal goes on: its unjudged stop is judged, or the agent is sent back to it.
-    resume_turn = state.in_turn or (session.goals is not None and session.goals.resumable())
-    return session, resume_turn, [c.call_id for c in cut]
+    return session, state.in_turn or session.goal.active, [c.call_id for c in cut]
 
 
 def _note_switch(deps: AgentDeps, agent: Any, current: str) -> None:

@@ -4,6 +4,10 @@ Every event goes through ``Session.record``: appended to the log (the single wri
 folded into the agent's history, then offered to each attached client. Clients get
 small bounded streams; one that falls behind is cut off with a ``Resync`` instead of
 slowing the agent (DESIGN §4, §6).
+
+Why over 500 lines: the session's turn loop is one piece (input, turns, the reviewer's and
+the goal's rounds, lifecycle hooks, the end); the goal's own logic is in ``daemon/goals.py``
+and ``agents/goal``, and splitting the loop further would scatter one state machine.
 """
 
 from __future__ import annotations
@@ -30,12 +34,13 @@ from musec.agents.core.events import (
     UserMessage,
     persistence,
 )
+from musec.agents.goal.state import GoalState
 
 from . import protocol as p
 from .commit import GroupCommit
 from .errors import BadRequest
 from .eventlog import EventLog
-from .goals import goal_arguments
+from .goals import goal_arguments, goal_message
 from .projections import Counters
 
 log = structlog.get_logger("musec.session")
@@ -106,8 +111,6 @@ class Session:
         self.on_end: Callable[[Session], None] | None = None
         self.resumed_at_seq = 0
         self.campaign: Any = None  # agents.kernel_opt.campaign.Campaign of ``musec optimize``
-        from musec.agents.goal.state import GoalState
-
         self.goal = GoalState()  # the session's goal: a fold of its events (agents.goal)
         self.goals: Any = None  # agents.goal.driver.GoalDriver, set by the daemon
         self.initial_goal: Any = None  # agents.goal.GoalSpec of ``musec run --goal``, set when _run starts
@@ -404,21 +407,6 @@ class Session:
             self.record(HookContext(hook_event="UserPromptSubmit", text=f"[UserPromptSubmit hook: {context}]"))
         return True
 
-    async def _goal_message(self, arguments: str) -> tuple[str, str, str]:
-        """A message that is a ``/goal`` command (``musec run --resume ID "/goal resume"``):
-        done as the interactive ``/goal`` is, then a turn when it leaves the goal active."""
-        from musec.agents.goal import GoalUsageError
-
-        try:
-            lines = await self.goals.command(arguments, idle=False)
-        except GoalUsageError as exc:
-            self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="error"))
-            return "error", "", str(exc)
-        if self.goal.active:
-            return await self._turn()
-        self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="finished", result="\n".join(lines)))
-        return "finished", "\n".join(lines), ""
-
     async def ask_agent(self, agent: str, question: str) -> str:
         """A background agent's answer (the ``ask_agent`` tool). Raises ``LookupError``."""
         found = self.background.get(agent)
@@ -465,7 +453,7 @@ class Session:
                 if text is _KICK:
                     reason, result, message = await self._turn()
                 elif self.goals is not None and (arguments := goal_arguments(text)) is not None:
-                    reason, result, message = await self._goal_message(arguments)
+                    reason, result, message = await goal_message(self, arguments)
                 elif await self._submit_prompt(text, client_msg_id):
                     reason, result, message = await self._turn()
                 else:

@@ -24,6 +24,7 @@ from ..core.events import (
     AgentMessage,
     AgentSpawned,
     AnyEvent,
+    ApprovalModeChanged,
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
@@ -167,7 +168,7 @@ class GoalState:
                   | HookContext() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
                   | McpServerFailed() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished()
                   | Integration() | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review()
-                  | KernelEvaluated() | ModelSwitched() | ToolResultsCleared()):
+                  | KernelEvaluated() | ModelSwitched() | ToolResultsCleared() | ApprovalModeChanged()):
                 pass  # no part of a goal (the clock above counts their time)
             case _:
                 assert_never(event)
