@@ -38,6 +38,7 @@ and the daemon's downtime before a ``SessionResumed`` does not count.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import assert_never
 
 import msgspec
@@ -56,6 +57,7 @@ from .core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    FileEditStarted,
     GoalChecked,
     GoalSet,
     GoalUpdated,
@@ -132,6 +134,9 @@ class History:
         self.result_blobs: dict[str, str] = {}  # call id -> blob of its whole result, when it has one
         self.clock = WorkClock()  # working time since the latest person's message
         self.goal_condition = ""  # of the latest GoalSet
+        # The log's redaction of a text (set for a live agent by the daemon): a result is
+        # marked with the digest of what the log stores of it, as replay marks it.
+        self.stored: Callable[[str], str] | None = None
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event into the history (events of other agents are ignored, except a
@@ -190,7 +195,7 @@ class History:
                         self.result_blobs[event.call_id] = event.blob
                     content = event.content
                     if is_untrusted_result(event):
-                        content = mark_untrusted(event.tool, content)
+                        content = mark_untrusted(event.tool, content, self.stored(content) if self.stored else None)
                     self._user_block(ToolResultBlock(event.call_id, content, bool(event.is_error)))
                     self._release_held()
             case ToolInterrupted():
@@ -200,7 +205,7 @@ class History:
                     self._release_held()
             case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
-                  | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
+                  | FileEditStarted() | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated()
                   | NetConnection() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
                   | McpServerFailed()):

@@ -29,7 +29,7 @@ from .history import History
 from .modelswitch import convert_history
 from .permissions import Policy, Verdict
 from .providers.base import Provider, TextDelta
-from .tools.base import Tool, ToolContext, ToolOutput
+from .tools.base import Tool, ToolContext, ToolOutput, printable
 
 
 class Recorder(Protocol):
@@ -166,6 +166,9 @@ class Agent:
         self.hooks: Any = None
         self.subdirs: Any = None
         self._stop_hook_active = False
+        # The log's redaction of a request (set by the daemon): a model_request's digest is
+        # of the request as its redacted log rebuilds it, so replay checks it exactly.
+        self.stored_request: Callable[[ModelRequest], ModelRequest] | None = None
 
     def record(self, event: ev.AnyEvent) -> ev.AnyEvent:
         """Record an event of this agent; the session folds it into every agent's history."""
@@ -248,7 +251,8 @@ class Agent:
             use, chars = self._measure()
             self.record(ev.ModelRequest(
                 provider=self.provider.name, model=self.provider.model,
-                digest=request_digest(request), messages=len(request.messages),
+                digest=request_digest(self.stored_request(request) if self.stored_request else request),
+                messages=len(request.messages),
                 endpoint=getattr(self.provider, "endpoint", ""), catalog_id=getattr(self.provider, "catalog_id", ""),
                 request_chars=chars, **use.fields(),
             ))
@@ -374,7 +378,7 @@ class Agent:
         self.faults.crash_at("after_tool_started")
         t0 = time.monotonic()
         try:
-            output = await tool.run(call.input, self.ctx)
+            output = await tool.run(call.input, self._call_context(call))
         except Exception as exc:  # a tool's bug is the call's error, never the session's end
             output = ToolOutput(content=f"the tool failed: {type(exc).__name__}: {exc}", is_error=True)
         if not output.is_error:
@@ -386,6 +390,20 @@ class Agent:
         self._finish(call, output, time.monotonic() - t0)
         if not output.is_error:
             self._add_subdir_instructions(tool, call)
+
+    def _call_context(self, call: ToolCallBlock) -> ToolContext:
+        """The tool context of one call: the agent's, with the file tools' write-ahead
+        announcement of an edit (``file_edit_started``) tied to this call."""
+
+        def announce(edit: Any, path: Path, tmp: Path) -> None:  # called from the tool's worker thread
+            abs_path, tmp_path = str(path), str(tmp)
+            event = ev.FileEditStarted(
+                call_id=call.id, path=edit.path, before_sha256=edit.before_sha256, after_sha256=edit.after_sha256,
+                diff=edit.diff, abs_path=abs_path if printable(abs_path) == abs_path else "",
+                tmp_path=tmp_path if printable(tmp_path) == tmp_path else "")
+            anyio.from_thread.run_sync(self.record, event)
+
+        return msgspec.structs.replace(self.ctx, announce_edit=announce)
 
     def _finish(self, call: ToolCallBlock, output: ToolOutput, duration_s: float) -> None:
         for edit in output.edits:

@@ -1,6 +1,7 @@
 """``musec attach ID``: join a live session from another terminal. It prints the events
 until the session ends and exits with the session's exit code; in a terminal it answers
-approvals too (the first answer from any attached client wins)."""
+approvals too (the first answer from any attached client wins), and when the agent is
+idle it gives the prompt, so a session whose client went away can be continued."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
     conn.send(req)
     text = args.output_format == "text"
     answering = text and sys.stdin.isatty()
-    banner = ("" if not text else "(attached; you can answer approvals here, the first answer from any terminal wins)"
+    banner = ("" if not text else "(attached; you can answer approvals here, the first answer from any terminal wins, "
+                                  "and send messages when the agent is idle; leaving leaves the session running)"
               if answering else "(attached; stdin is not a terminal, so approvals are answered elsewhere)")
     renderer = Renderer(sys.stdout, rich=True)
     stream = SessionStream(conn, req.id)
@@ -63,7 +65,14 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
                     err(f"musec: session {end.session_id} {'was not live' if end.exit_reason == 'not_live' else 'ended'}: "
                         f"{end.exit_reason}" + (f" ({end.message})" if end.message else ""))
                 return for_reason(end.exit_reason)
-            case (p.Idle() | p.SessionStarted() | p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
+            case p.Idle():
+                if answering:  # the agent waits for a message: this terminal may send it
+                    from .interactive import attached_prompt
+
+                    if banner:
+                        err(banner)
+                    return attached_prompt(conn, args, renderer, stream)
+            case (p.SessionStarted() | p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
                   | p.ReplayResult() | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied()
                   | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply()):
                 pass  # Ok answers an approval sent here; the rest answer nothing this loop asks (pieces come joined)

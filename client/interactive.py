@@ -26,7 +26,7 @@ from .exitcodes import OK, Condition, Exit, for_condition, for_error, for_reason
 from .keys import EscWatch
 from .output import err, out
 from .render import Renderer
-from .requests import credentials, resolve_workspace, start_request
+from .requests import credentials, resolve_workspace, secret_env, secret_values, start_request
 from .slash import Context, run_command
 from .status import SessionStatus
 from .stream import SessionStream
@@ -80,11 +80,13 @@ def _print_extensions(conn: Connection, workspace: str) -> set[str]:
     return slash_names(report)
 
 
-def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollower | None = None) -> Exit:
+def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollower | None = None,
+                *, end_on_leave: bool = True) -> Exit:
     """Read the person's messages and show each turn, until /exit, Ctrl-D or Ctrl-C.
 
-    ``follower`` follows a session already open on ``conn`` (a resumed one); without it a
-    new session starts from ``args``.
+    ``follower`` follows a session already open on ``conn`` (a resumed or attached one);
+    without it a new session starts from ``args``. ``end_on_leave``: leaving ends the
+    session (not so for ``musec attach``, which leaves it to its other clients).
     """
     renderer = follower.renderer if follower is not None else Renderer(sys.stdout, rich=True)
     status = follower.status if follower is not None else SessionStatus()
@@ -148,7 +150,7 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             return for_condition(Condition.DAEMON_LOST)
         if session_id == "":
             return follower.exit_code
-    return _end(conn, session_id)
+    return _end(conn, session_id) if end_on_leave else OK
 
 
 def _start_request(conn: Connection, args: argparse.Namespace) -> p.StartSession:
@@ -196,6 +198,18 @@ def _end(conn: Connection, session_id: str) -> Exit:
     except Exception:  # noqa: BLE001 - leaving anyway; the daemon ends idle sessions itself
         pass
     return OK
+
+
+def attached_prompt(conn: Connection, args: argparse.Namespace, renderer: Renderer, stream: SessionStream) -> Exit:
+    """``musec attach ID`` in a terminal, once the session's agent is idle: the prompt, as
+    for the client that started it, on the stream attach has followed so far (issue 13
+    case 6: a session whose client went away is taken over). Leaving leaves the session
+    running, for its other clients and the daemon's idle timeout."""
+    follower = TurnFollower(conn, stream.request_id, renderer)
+    follower.stream = stream
+    for name, default in _SESSION_DEFAULTS:
+        setattr(args, name, getattr(args, name, default))
+    return prompt_loop(conn, args, follower, end_on_leave=False)
 
 
 def _catalog(conn: Connection, status: SessionStatus) -> list[p.ModelInfo]:
@@ -339,7 +353,8 @@ def _resume_on(conn: Connection, args: argparse.Namespace, back_to: str = "") ->
             return OK
     _need_terminal()
     req = p.ResumeSession(id=conn.next_id(), session_id=sid, credentials=credentials(), interactive=True,
-                          end_when_idle=False, backlog=True, environment=dict(os.environ))
+                          end_when_idle=False, backlog=True, environment=dict(os.environ),
+                          redact=secret_values(), redact_named=secret_env())
     conn.send(req)
     follower = TurnFollower(conn, req.id, Renderer(sys.stdout, rich=True))
     session_id = follower.follow()

@@ -52,6 +52,14 @@ def secret_values() -> list[str]:
     return p.secret_values({**os.environ, **stored_keys()})
 
 
+def secret_env() -> dict[str, str]:
+    """``secret_values`` by variable name (``protocol.secret_names``): the daemon writes
+    ``[REDACTED:NAME]`` for each, and fills them in again on a resume that sends them."""
+    from .login import stored_keys
+
+    return p.secret_names({**os.environ, **stored_keys()})
+
+
 def resolve_agents(agents: str | None) -> list[str]:
     """The background roles: ``--agents``, else ``$MUSEC_AGENTS``, else the default."""
     text = agents if agents is not None else os.environ.get("MUSEC_AGENTS", DEFAULT_AGENTS)
@@ -104,7 +112,7 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
         task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
         interactive=interactive, end_when_idle=not interactive, sandbox=getattr(args, "sandbox", None) or "auto",
-        redact=secret_values(), budget_usd=budget_usd or 0.0, agents=resolve_agents(getattr(args, "agents", None)),
+        redact=secret_values(), redact_named=secret_env(), budget_usd=budget_usd or 0.0, agents=resolve_agents(getattr(args, "agents", None)),
         blackboard=getattr(args, "blackboard", True),
         agents_model=resolve_model(agents_model) if agents_model else "",
         agents_budget_usd=getattr(args, "agents_budget_usd", 0.0) or 0.0, trust=trust,
@@ -138,6 +146,6 @@ def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.R
         id=conn.next_id(), session_id=args.resume or "",
         workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
         credentials=credentials(), interactive=False, end_when_idle=True,
-        approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(),
+        approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(), redact_named=secret_env(),
         environment=dict(os.environ), model=getattr(args, "model", None) or "", max_wall_s=_max_wall_s(args),
     )

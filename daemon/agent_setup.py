@@ -245,7 +245,7 @@ def build_agent(
         approval_mode=req.approval,
         max_turns=req.max_turns,
         system_prompt=system_prompt(workspace) + prompt_suffix,
-        store_blob=blobs.put,
+        store_blob=lambda data: blobs.put(session.log.redact.blob(data)),  # stored: redacted like the log
         session_id=session.id,
         cost_of=entry.cost_usd,
         budget_usd=req.budget_usd,
@@ -256,6 +256,8 @@ def build_agent(
     agent.policy = policy
     agent.model_id = req.model
     agent.durable = session.durable  # tool starts are fsynced off the loop, in group commits
+    agent.stored_request = session.log.redact.struct  # digests and tags of what the log keeps (issue 13 case 1)
+    agent.history.stored = session.log.redact.text
     return agent
 
 

@@ -1,19 +1,27 @@
 """``musec apply``: bringing a fan-out's integrated result onto the person's branch.
 
 Through git only (a fast-forward or a merge, DESIGN §9); the integration is found in the
-session's log, and a live session logs ``integration_applied`` (the handler records it).
+session's log, and the log says the person's branch changed (``integration_applied``): a
+live session's recorded by the handler, an ended one's appended here (issue 13 case 4's
+kind: a change that landed is in the log).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import structlog
+from musec.agents.core.events import IntegrationApplied
+
 from . import protocol as p
-from .errors import BadRequest, CheckFailed
-from .eventlog import iter_events
+from .errors import BadRequest, CheckFailed, DaemonError
+from .eventlog import EventLog, iter_events
 
 if TYPE_CHECKING:
     from .index import SessionIndex
+
+log = structlog.get_logger("musec.daemon")
 
 
 def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> p.Applied:
@@ -65,3 +73,19 @@ def _already_applied(workspace: str, head: str) -> tuple[str, str] | None:
     except (pygit2.GitError, ValueError, TypeError, KeyError):
         pass
     return None
+
+
+def append_to_ended(path: Path, event: IntegrationApplied) -> None:
+    """Append ``event`` to the log of a session that is not live (it runs in a worker
+    thread; the log's lock keeps out a resume that opens it meanwhile, and then nothing is
+    appended: the apply is said in the daemon's log instead)."""
+    try:
+        elog, _ = EventLog.open(path)
+    except DaemonError as exc:
+        log.warning("integration_applied_not_logged", path=str(path), error=str(exc))
+        return
+    try:
+        elog.append(event)
+        elog.sync()
+    finally:
+        elog.close()

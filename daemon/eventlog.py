@@ -29,12 +29,11 @@ import fcntl
 import hashlib
 import io
 import os
-import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import msgspec
 from musec.agents.core.events import (
@@ -47,16 +46,11 @@ from musec.agents.core.events import (
 )
 
 from .errors import LogCorrupt, SessionLocked
+from .redaction import Redactor
 
 _H_LEN = 32
 _H_SUFFIX_LEN = len(b',"h":"') + _H_LEN + len(b'"}')
 _json = msgspec.json.Encoder()
-_REDACTED = "[REDACTED]"
-# Shapes of provider keys: Anthropic sk-ant-..., OpenAI sk-..., sk-proj-...
-_KEY_PATTERNS = re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}|sk-(?:proj-)?[A-Za-z0-9_\-]{32,}")
-# The same shapes in encoded JSON: their characters are never escaped, so a key in a string
-# is these very bytes in the encoding (and a match outside a string cannot happen).
-_KEY_PATTERNS_BYTES = re.compile(_KEY_PATTERNS.pattern.encode("ascii"))
 
 
 def chain_hash(prev_h: str, body: bytes) -> str:
@@ -74,56 +68,6 @@ def split_line(line: bytes) -> tuple[bytes, str]:
     if len(line) < _H_SUFFIX_LEN + 2 or not tail.startswith(b',"h":"') or not tail.endswith(b'"}'):
         raise LogCorrupt("line has no trailing hash member")
     return line[:-_H_SUFFIX_LEN] + b"}", tail[6:-2].decode("ascii", "replace")
-
-
-class Redactor:
-    """Replaces secret values, and anything shaped like a provider key, in an event.
-
-    Strings are redacted before JSON encoding: matching the encoded bytes would miss a
-    secret that JSON escapes (a quote, a control character) and could cut an escape
-    sequence in two (``"\\n"`` then a secret starting with ``n``), writing invalid JSON.
-    """
-
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self._secrets: list[str] = []
-        self._encoded: list[bytes] = []
-        self.add(secrets)
-
-    def add(self, secrets: Iterable[str]) -> None:
-        merged = {s for s in secrets if s and len(s) >= 8} | set(self._secrets)
-        self._secrets = sorted(merged, key=len, reverse=True)
-        # Each secret as it appears inside an encoded JSON string: msgspec escapes
-        # character by character, so a string holding the secret holds these bytes.
-        self._encoded = [_json.encode(s)[1:-1] for s in self._secrets]
-
-    def encode(self, value: Any) -> bytes:
-        """``value`` (builtins) as JSON with every secret redacted.
-
-        The encoded bytes are scanned first and the value is walked (``__call__``) only
-        when a secret or a key shape is in them: most events hold none, and the walk was
-        60% of an append (issue 19). Equal to ``_json.encode(self(value))`` for any value.
-        """
-        body = _json.encode(value)
-        if _KEY_PATTERNS_BYTES.search(body) or any(s in body for s in self._encoded):
-            return _json.encode(self(value))
-        return body
-
-    def text(self, value: str) -> str:
-        """``value`` with every secret and key-shaped run replaced."""
-        for s in self._secrets:
-            if s in value:
-                value = value.replace(s, _REDACTED)
-        return _KEY_PATTERNS.sub(_REDACTED, value)
-
-    def __call__(self, value: Any) -> Any:
-        """A copy of ``value`` (builtins: dict, list, str...) with every string redacted, keys too."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {self(k): self(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self(v) for v in value]
-        return value
 
 
 @dataclass
@@ -166,19 +110,22 @@ class EventLog:
     # -- opening ------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: Path, *, secrets: Iterable[str] = (), faults: CrashPoints | None = None) -> EventLog:
-        """Create a new, empty, locked log (mode 0600). ``faults``: the restart tests' crash
-        points (``mid_append``), injected (``agents.core.faults.Faults``); none by default.
+    def create(cls, path: Path, *, secrets: Iterable[str] = (), named: Mapping[str, str] | None = None,
+               faults: CrashPoints | None = None) -> EventLog:
+        """Create a new, empty, locked log (mode 0600). ``named``: secrets by variable name
+        (``Redactor``); ``faults``: the restart tests' crash points (``mid_append``),
+        injected (``agents.core.faults.Faults``); none by default.
 
         Raises:
             FileExistsError: the file exists already.
         """
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
         _lock(fd, path)
-        return cls(path, fd, 0, "", Redactor(secrets), faults)
+        return cls(path, fd, 0, "", Redactor(secrets, named), faults)
 
     @classmethod
-    def open(cls, path: Path, *, secrets: Iterable[str] = (), faults: CrashPoints | None = None) -> tuple[EventLog, OpenReport]:
+    def open(cls, path: Path, *, secrets: Iterable[str] = (), named: Mapping[str, str] | None = None,
+             faults: CrashPoints | None = None) -> tuple[EventLog, OpenReport]:
         """Open an existing log for appending, cutting a torn last line.
 
         Raises:
@@ -206,7 +153,7 @@ class EventLog:
             if check.problems:
                 raise LogCorrupt(f"{path.name}: {check.problems[0]}; open it read-only with `musec log`")
             report.events = check.events
-            return cls(path, fd, check.events, check.last_h, Redactor(secrets), faults), report
+            return cls(path, fd, check.events, check.last_h, Redactor(secrets, named), faults), report
         except BaseException:
             os.close(fd)
             raise
@@ -389,8 +336,9 @@ def verify(path: Path) -> VerifyReport:
     return report
 
 
-def iter_events(path: Path) -> Iterator[AnyEvent]:
+def iter_events(path: Path, refill: Callable[[bytes], bytes] | None = None) -> Iterator[AnyEvent]:
     """The log's whole events, one at a time (memory stays flat); a torn tail is left out.
+    ``refill`` gives each line back as it was before redaction (``Refill.line``, resume).
 
     Raises:
         LogCorrupt: naming the seq of the first line that is not an event (not JSON, or
@@ -400,7 +348,7 @@ def iter_events(path: Path) -> Iterator[AnyEvent]:
         for n, raw in enumerate(f):
             if not raw.endswith(b"\n"):
                 return
-            yield _decode(raw, n, path)
+            yield _decode(raw if refill is None else refill(raw), n, path)
 
 
 def _decode(line: bytes, n: int, path: Path) -> AnyEvent:

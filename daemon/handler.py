@@ -64,6 +64,7 @@ class Connection:
         self.stop = stop
         self.send_lock = anyio.Lock()
         self.name = f"client:{secrets.token_hex(3)}"
+        self.driving: set[str] = set()  # sessions this client started or resumed (a re-attach still drives)
 
     async def send(self, msg: Any) -> None:
         """Send one message, in as many frames as it needs (``protocol.encode_fitted``);
@@ -163,13 +164,16 @@ class Connection:
                 await self.send(await off_loop(self._view, msg))
                 await off_loop(release_memory)  # a view of a large log was as large as it
             case p.ApplyIntegration():
-                from .apply import apply_integration
+                from .apply import append_to_ended, apply_integration
 
                 reply = await off_loop(apply_integration, self.index, msg.session_id, msg.id)
+                applied = IntegrationApplied(branch=reply.branch, old_head=reply.old_head, new_head=reply.new_head,
+                                             how=reply.how)
                 session = self.host.sessions.get(reply.session_id)
-                if session is not None and reply.how != "up-to-date":  # recorded on the loop: one writer task
-                    session.record(IntegrationApplied(branch=reply.branch, old_head=reply.old_head,
-                                                      new_head=reply.new_head, how=reply.how))
+                if reply.how != "up-to-date" and session is not None:  # recorded on the loop: one writer task
+                    session.record(applied)
+                elif reply.how != "up-to-date":  # the person's branch changed: an ended session's log says so too
+                    await off_loop(append_to_ended, self.index.log_path(reply.session_id), applied)
                 await self.send(reply)
             case p.CollectSessions():
                 from .collect import collect
@@ -205,14 +209,22 @@ class Connection:
         match msg:
             case p.StartSession():
                 session = host.start_session(msg)
-                self._subscribe(session, msg.id, -1)
+                self._subscribe(session, msg.id, -1, drives=True)
                 # The client learns the session id before anything runs (a crash may follow).
                 await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path)))
                 host.launch(session, msg.task)
             case p.ResumeSession():
+                live = host.live_to_take_over(msg)
+                if live is not None:
+                    sub = self._subscribe(live, msg.id, -1 if msg.backlog else live.log.next_seq - 1, drives=True)
+                    await self.send(p.SessionStarted(id=msg.id, session_id=live.id, log_path=str(live.log_path),
+                                                     resumed=True))
+                    if host.go_on(live, msg.task):  # after the backlog, this client is told it is idle
+                        sub.send.send_nowait(p.Idle(id=msg.id, session_id=live.id, exit_reason="ready"))
+                    return
                 session, mid_turn, interrupted = await host.resume_session(msg)
                 since = -1 if msg.backlog else session.resumed_at_seq - 1
-                self._subscribe(session, msg.id, since)
+                self._subscribe(session, msg.id, since, drives=True)
                 await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path),
                                                  resumed=True, interrupted_calls=interrupted))
                 host.launch(session, msg.task, mid_turn)
@@ -220,7 +232,10 @@ class Connection:
                 sid = self.index.resolve_id(msg.session_id)
                 live = host.sessions.get(sid)
                 if live is not None:
-                    self._subscribe(live, msg.id, msg.since_seq)
+                    sub = self._subscribe(live, msg.id, msg.since_seq, drives=sid in self.driving)
+                    if msg.since_seq < 0 and live.status == "idle" and not live.approvals:
+                        # A new client (not a re-attach after a cut-off) learns after the backlog that it waits.
+                        sub.send.send_nowait(p.Idle(id=msg.id, session_id=live.id, exit_reason="ready"))
                     return
                 path = self.index.log_path(sid)
                 await send_log(self.send_bytes, event_batches(path, msg.id, sid, msg.since_seq))
@@ -290,9 +305,12 @@ class Connection:
             case _:
                 assert_never(msg)
 
-    def _subscribe(self, session: Session, request_id: int, since_seq: int) -> None:
-        sub, upto_seq = session.attach(request_id, since_seq)
+    def _subscribe(self, session: Session, request_id: int, since_seq: int, *, drives: bool = False) -> Any:
+        sub, upto_seq = session.attach(request_id, since_seq, drives=drives)
+        if drives:
+            self.driving.add(session.id)
         self.tg.start_soon(self._forward, session, sub, upto_seq)
+        return sub
 
     async def _forward(self, session: Session, sub: Any, upto_seq: int) -> None:
         """Send the backlog (the log's lines after ``sub.since_seq`` up to ``upto_seq``,

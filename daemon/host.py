@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 import structlog
-from musec.agents.core.events import AgentMessage
+from musec.agents.core.events import AgentMessage, SessionResumed
 
 from . import protocol as p
 from .errors import BadRequest, SessionNotFound
@@ -22,6 +22,7 @@ from .eventlog import EventLog
 from .index import SessionIndex, new_session_id
 from .memory import release_memory
 from .session import Session
+from .takeover import take_over
 
 if TYPE_CHECKING:
     from .agent_setup import AgentDeps
@@ -60,13 +61,14 @@ class SessionHost:
         if not workspace.is_dir():
             raise BadRequest(f"workspace {req.workspace} is not a directory")
         credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
-        secrets_ = p.secret_values(credentials) + list(req.redact)
         session_id = new_session_id()
         path = self.index.log_path(session_id)
-        elog = EventLog.create(path, secrets=secrets_, faults=self.deps.faults)
+        elog = EventLog.create(path, secrets=req.redact, named=p.named_secrets(credentials, req.redact_named),
+                               faults=self.deps.faults)
         session = Session(session_id, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
         session.blackboard = _blackboard(req.blackboard)
         try:
+            session.idle_timeout_s = idle_timeout_s(self.deps.paths.config)
             agent = build_main_agent(self.deps, session, req, credentials)
         except Exception:
             elog.close()
@@ -92,6 +94,49 @@ class SessionHost:
                      "the same files. Edits of one file are applied one at a time, and an edit of a file "
                      "that changed since it was read is refused; re-read files before editing them."))
 
+    def live_to_take_over(self, req: p.ResumeSession) -> Session | None:
+        """The live session ``req`` resumes, taken over by its client; ``None`` when the
+        session is not live here (it is then resumed from its log).
+
+        A live session no client follows (its client was killed, its terminal closed) is
+        continued by whoever resumes it: it takes the new client's mode and credentials'
+        redaction, and says so in ``session_resumed`` (issue 13 case 6).
+
+        Raises:
+            BadRequest: a client that started or resumed the session still follows it.
+            SessionNotFound: no session has that id.
+        """
+        if req.session_id:
+            sid = self.index.resolve_id(req.session_id)
+        else:
+            sid = self.index.latest(req.workspace) or ""
+        session = self.sessions.get(sid)
+        if session is None:
+            return None
+        if session.driven:
+            raise BadRequest(f"session {sid} is live in this daemon and another client follows it; "
+                             f"join it with `musec attach {sid}`")
+        credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
+        session.log.redact.add(req.redact, p.named_secrets(credentials, req.redact_named))
+        take_over(session, interactive=req.interactive, end_when_idle=req.end_when_idle, approval=req.approval)
+        mode = session.agent.approval_mode if session.agent is not None else req.approval
+        session.record(SessionResumed(pid=os.getpid(), approval=mode))
+        log.info("session_taken_over", session_id=sid, interactive=req.interactive)
+        return session
+
+    def go_on(self, session: Session, task: str) -> bool:
+        """After a take-over: queue ``task``, or with none end a headless session that is
+        idle. Returns whether the session waits idle for its new client's first message."""
+        if task:
+            session.submit(task)
+            return False
+        if session.status != "idle" or session.approvals:
+            return False  # its turn goes on; the client follows it
+        if session.end_when_idle:
+            session.end_idle("finished", "nothing to resume: the session was idle")
+            return False
+        return True
+
     async def resume_session(self, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
         """Reopen a session from its log (the log is read off the event loop); see
         ``resume.resume_session``.
@@ -108,7 +153,9 @@ class SessionHost:
         if sid:
             self._resuming.add(sid)
         try:
+            timeout_s = idle_timeout_s(self.deps.paths.config)
             session, mid_turn, interrupted = await resume_session(self.index, self.deps, req)
+            session.idle_timeout_s = timeout_s
         finally:
             self._resuming.discard(sid)
         self._add(session)
@@ -167,3 +214,26 @@ def _blackboard(enabled: bool) -> object | None:
     from musec.agents.blackboard import Blackboard
 
     return Blackboard() if enabled else None
+
+
+def idle_timeout_s(config_dir: Path) -> float:
+    """``[daemon] idle_timeout_s`` of the person's ``config.toml``: seconds after which a
+    live session with no client and no work ends (0: never); 1800 when not set.
+
+    Raises:
+        BadRequest: the file is not valid TOML, or the value is not a number of seconds >= 0.
+    """
+    from musec.agents.config import ConfigError, load_toml
+
+    from .takeover import IDLE_TIMEOUT_S
+
+    path = config_dir / "config.toml"
+    try:
+        table = load_toml(path).get("daemon", {})
+    except ConfigError as exc:
+        raise BadRequest(str(exc)) from exc
+    value = table.get("idle_timeout_s", IDLE_TIMEOUT_S) if isinstance(table, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+        raise BadRequest(f"{path}: [daemon] idle_timeout_s must be a number of seconds (0: never), like idle_timeout_s = 1800")
+    return float(value)
+

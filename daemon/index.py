@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from musec.agents.core.events import SessionEnded, SessionStarted, UserMessage
+from musec.agents.core.events import IntegrationApplied, SessionEnded, SessionStarted, UserMessage
 
 from . import protocol as p
 from .errors import SessionNotFound
@@ -119,7 +119,10 @@ def _read_entry(path: Path, mtime: float) -> _Entry:
     first, last = first_and_last(path)
     if not isinstance(first, SessionStarted):
         return _Entry("", mtime, mtime, "broken", "(empty or damaged log)")
-    status = (last.exit_reason or "ended") if isinstance(last, SessionEnded) else "interrupted"
+    if isinstance(last, SessionEnded):
+        status = last.exit_reason or "ended"
+    else:  # an ended session whose integration was then applied (daemon/apply.py) says so last
+        status = "applied" if isinstance(last, IntegrationApplied) else "interrupted"
     return _Entry(first.workspace, first.ts, (last or first).ts, status, first.title or _first_task(path))
 
 

@@ -18,6 +18,7 @@ from musec.agents.core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    FileEditStarted,
     GoalChecked,
     GoalSet,
     GoalUpdated,
@@ -83,7 +84,7 @@ class WorkersView:
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
                   | AgentMessage() | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested()
-                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
+                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
@@ -187,7 +188,7 @@ class AgentsView:
             case (ToolResultsCleared()
                   | SessionResumed() | LogRepaired() | TurnEnded() | UserMessage() | AgentMessage()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
-                  | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
+                  | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
@@ -270,7 +271,7 @@ class CostsView:
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
                   | AgentMessage() | ModelRequest() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged()
-                  | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
+                  | ToolStarted() | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
                   | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
@@ -343,7 +344,7 @@ class Counters:
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
                   | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged()
-                  | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
+                  | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
                   | Review() | BaselineSnapshot() | KernelEvaluated() | NetConnection() | InstructionsAdded()
                   | HookContext() | HookRan() | PromptBlocked() | McpServerStarted()

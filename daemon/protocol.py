@@ -160,6 +160,7 @@ class StartSession(_Msg, tag="start_session"):
     sandbox: SandboxMode = "auto"
     title: str = ""
     redact: list[str] = []
+    redact_named: dict[str, str] = {}  # the same secrets by variable name (written as [REDACTED:NAME])
     budget_usd: float = 0.0
     agents: list[str] = []
     blackboard: bool = True
@@ -181,9 +182,14 @@ class ResumeSession(_Msg, tag="resume_session"):
     empty or 0 keep the session's. ``backlog`` sends every logged event first (interactive
     resume); otherwise only new events are sent.
 
+    A session live in this daemon that no starting or resuming client follows any more
+    (its client was killed) is taken over: it takes this request's mode, ``task`` is
+    queued, and an idle one is answered with ``Idle{ready}`` after the backlog (or, for a
+    headless resume with no task, ended).
+
     Replies: ``SessionStarted`` (``resumed``), then the stream as for ``StartSession``; or
-    an ``Error`` (``session_not_found``, ``bad_request`` when it is live, ``log_corrupt``,
-    ``session_locked``).
+    an ``Error`` (``session_not_found``, ``bad_request`` when another client follows it,
+    ``log_corrupt``, ``session_locked``).
     """
 
     id: int
@@ -197,6 +203,7 @@ class ResumeSession(_Msg, tag="resume_session"):
     max_turns: int = 0
     backlog: bool = False
     redact: list[str] = []
+    redact_named: dict[str, str] = {}  # as StartSession.redact_named (and fills its placeholders again)
     environment: dict[str, str] = {}  # as StartSession.environment
     model: str = ""  # switch to this model from the next request (``model_switched``); empty keeps it
     max_wall_s: float = 0.0
@@ -216,8 +223,9 @@ class Attach(_Msg, tag="attach"):
     """Receive every logged event after ``since_seq`` (-1: all), then the live stream.
 
     Replies: ``Event`` frames (``backlog`` set on those read from the log), then for a live
-    session its stream as for ``StartSession``; for a session that is not live, its log
-    and ``SessionEnded{not_live}``. ``Error{session_not_found}`` for an unknown id.
+    session its stream as for ``StartSession`` (with ``since_seq`` -1, an ``Idle{ready}``
+    first when its agent waits for input); for a session that is not live, its log and
+    ``SessionEnded{not_live}``. ``Error{session_not_found}`` for an unknown id.
     """
 
     id: int
@@ -828,6 +836,19 @@ def is_secret_name(name: str) -> bool:
         return True
     words = "".join(c if c.isalnum() else " " for c in upper).split()
     return any(word in _SECRET_WORDS for word in words)
+
+
+def secret_names(env: Mapping[str, str]) -> dict[str, str]:
+    """``env``'s secret variables (``is_secret_name``) whose values are long enough to
+    redact safely (``MIN_SECRET_CHARS``), by name: the log names each where it redacts
+    it (``[REDACTED:NAME]``), and a resume that brings it fills it in again."""
+    return {k: v for k, v in env.items() if len(v) >= MIN_SECRET_CHARS and is_secret_name(k)}
+
+
+def named_secrets(credentials: Mapping[str, str], named: Mapping[str, str]) -> dict[str, str]:
+    """The secrets a request brings, by variable name: its ``redact_named`` and its
+    credentials (each kept only if named like a secret, ``is_secret_name``)."""
+    return {**secret_names(named), **secret_names(credentials)}
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:

@@ -26,6 +26,7 @@ from musec.agents.core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    FileEditStarted,
     GoalChecked,
     GoalSet,
     GoalUpdated,
@@ -67,6 +68,7 @@ from musec.agents.workers.state import FanoutState
 from . import protocol as p
 from .errors import BadRequest, LogCorrupt
 from .eventlog import EventLog, iter_events, read_events
+from .redaction import Refill
 from .session import Session
 
 if TYPE_CHECKING:
@@ -91,6 +93,9 @@ class ResumeState:
     in_turn: bool = False
     fanout: FanoutState = field(default_factory=FanoutState)
     approval: str = ""  # the last ``/approval MODE`` switch ("" when none)
+    edits_announced: dict[str, FileEditStarted] = field(default_factory=dict)
+    edits_logged: set[str] = field(default_factory=set)
+    approvals_asked: dict[str, ApprovalRequested] = field(default_factory=dict)
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event."""
@@ -101,6 +106,16 @@ class ResumeState:
                 self.open_calls[event.call_id] = event
             case ToolFinished() | ToolInterrupted():
                 self.open_calls.pop(event.call_id, None)
+                self.edits_announced.pop(event.call_id, None)
+                self.edits_logged.discard(event.call_id)
+            case FileEditStarted():
+                self.edits_announced[event.call_id] = event
+            case FileEdited():
+                self.edits_logged.add(event.call_id)
+            case ApprovalRequested():
+                self.approvals_asked[event.call_id] = event
+            case ApprovalResolved():
+                self.approvals_asked.pop(event.call_id, None)
             case UserMessage():
                 self.in_turn = True
             case TurnEnded():
@@ -108,8 +123,8 @@ class ResumeState:
             case ApprovalModeChanged():
                 self.approval = event.approval
             case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
-                  | ModelResponse() | ModelSwitched() | ToolResultsCleared() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved()
-                  | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
+                  | ModelResponse() | ModelSwitched() | ToolResultsCleared() | ModelRetry() | RateLimited()
+                  | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
@@ -129,13 +144,13 @@ def fold_for_resume(events: Iterable[AnyEvent], appliers: list[Callable[[AnyEven
     return state
 
 
-def first_event(path: Path) -> SessionStarted:
-    """The ``session_started`` a log begins with.
+def first_event(path: Path, refill: Callable[[bytes], bytes] | None = None) -> SessionStarted:
+    """The ``session_started`` a log begins with (``refill``: as ``iter_events``).
 
     Raises:
         LogCorrupt: the log does not begin with one.
     """
-    first = next(iter_events(path), None)
+    first = next(iter_events(path, refill), None)
     if not isinstance(first, SessionStarted):
         raise LogCorrupt(f"{path.name} does not begin with session_started; it cannot be resumed")
     return first
@@ -167,12 +182,13 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
         raise BadRequest(f"session {sid} is live in this daemon; join it with `musec attach {sid}`")
     path = index.log_path(sid)
     credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
-    secrets_ = p.secret_values(credentials) + list(req.redact)
+    named = p.named_secrets(credentials, req.redact_named)
     with anyio.CancelScope(shield=True):  # an open log holds the lock: it is never abandoned half-way
         elog, report = await anyio.to_thread.run_sync(
-            lambda: EventLog.open(path, secrets=secrets_, faults=deps.faults))
+            lambda: EventLog.open(path, secrets=req.redact, named=named, faults=deps.faults))
+    refill = Refill(elog.redact, named)  # the history is what it was (issue 13 case 1)
     try:
-        started = first_event(path)
+        started = first_event(path, refill.line)
         if not Path(started.workspace).is_dir():
             raise BadRequest(f"the workspace {started.workspace} of session {sid} no longer exists; restore it "
                              f"to go on (`musec log {sid}` shows what the session did)")
@@ -201,7 +217,7 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     session.agent = agent
     try:
         appliers = [agent.history.apply, session.restore, *(bg.restore for bg in session.background.values())]
-        state = await anyio.to_thread.run_sync(fold_for_resume, iter_events(path), appliers)
+        state = await anyio.to_thread.run_sync(fold_for_resume, iter_events(path, refill.line), appliers)
     except BaseException:
         elog.close()
         raise
@@ -210,17 +226,37 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     cut = list(state.open_calls.values())
     if state.fanout.pending and any(call.tool == "spawn_workers" for call in cut):
         session.resume_fanout = (state.fanout.pending, state.fanout.pending_finished)
-    for call in cut:
-        session.record(ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
-                                       reason="the daemon stopped while it ran"))
+    interrupted = _answer_cut_calls(session, state, cut, Path(started.workspace))
+    # Approvals the stop left unanswered are withdrawn: their calls, still unanswered, are
+    # decided again under this resume's approval mode when the turn goes on (issue 13 case 5).
+    for asked in state.approvals_asked.values():
+        session.record(ApprovalResolved(agent=asked.agent, call_id=asked.call_id, decision="withdrawn",
+                                        by="the session stopped before an answer"))
     if not req.approval and state.approval:  # a switch the person made holds until they pass another
         agent.approval_mode = state.approval
-    session.record(SessionResumed(pid=os.getpid(), interrupted_calls=[c.call_id for c in cut],
-                                  approval=agent.approval_mode))
+    session.record(SessionResumed(pid=os.getpid(), interrupted_calls=interrupted, approval=agent.approval_mode))
     if req.model:
         _note_switch(deps, agent, current)
     # An active goal goes on: its unjudged stop is judged, or the agent is sent back to it.
-    return session, state.in_turn or session.goal.active, [c.call_id for c in cut]
+    return session, state.in_turn or session.goal.active or bool(agent.history.unanswered_calls()), interrupted
+
+
+def _answer_cut_calls(session: Session, state: ResumeState, cut: list[ToolStarted], workspace: Path) -> list[str]:
+    """Answer each call the stop cut off: a file write with what landed (``landed``), any
+    other call as interrupted (never run again). Returns the ids of the interrupted ones."""
+    from .landed import WRITE_TOOLS, settle_write
+
+    interrupted = []
+    for call in cut:
+        if call.tool in WRITE_TOOLS:
+            for event in settle_write(call, state.edits_announced.get(call.call_id), call.call_id in state.edits_logged,
+                                      workspace if call.agent == "main" else None):
+                session.record(event)
+            continue
+        session.record(ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
+                                       reason="the daemon stopped while it ran"))
+        interrupted.append(call.call_id)
+    return interrupted
 
 
 def _note_switch(deps: AgentDeps, agent: Any, current: str) -> None:

@@ -8,6 +8,8 @@ slowing the agent (DESIGN §4, §6).
 Why over 500 lines: the session's turn loop is one piece (input, turns, the reviewer's and
 the goal's rounds, lifecycle hooks, the end); the goal's own logic is in ``daemon/goals.py``
 and ``agents/goal``, and splitting the loop further would scatter one state machine.
+The take-over of a session whose client went away is in ``takeover.py`` (this file holds
+its hooks: ``driven``, ``unattended``, ``end_idle``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from .errors import BadRequest
 from .eventlog import EventLog
 from .goals import goal_arguments, goal_message
 from .projections import Counters
+from .takeover import IDLE_TIMEOUT_S, REDECIDE, redecide, watch_unattended
 
 log = structlog.get_logger("musec.session")
 SUBSCRIBER_BUFFER = 512
@@ -59,6 +62,7 @@ class Subscriber:
         self.last_seq = -1
         self.since_seq = -1
         self.cut_off = False
+        self.drives = False  # opened by StartSession/ResumeSession: a client that drives the session
 
 
 @dataclass
@@ -114,6 +118,9 @@ class Session:
         self.goal = GoalState()  # the session's goal: a fold of its events (agents.goal)
         self.goals: Any = None  # agents.goal.driver.GoalDriver, set by the daemon
         self.initial_goal: Any = None  # agents.goal.GoalSpec of ``musec run --goal``, set when _run starts
+        self.idle_timeout_s = IDLE_TIMEOUT_S  # 0: never end for want of a client
+        self.stir = anyio.Event()  # set when clients, status or approvals change (the idle watch)
+        self._end_note: tuple[str, str] | None = None  # (exit_reason, message) of an end asked for while idle
 
     # -- events -------------------------------------------------------------------
 
@@ -197,26 +204,47 @@ class Session:
 
     # -- clients ------------------------------------------------------------------
 
-    def attach(self, request_id: int, since_seq: int) -> tuple[Subscriber, int]:
+    def attach(self, request_id: int, since_seq: int, *, drives: bool = False) -> tuple[Subscriber, int]:
         """Subscribe; return the subscriber and the last seq of its backlog.
 
         The backlog is the log's lines after ``since_seq`` up to that seq: every one is in
         the file already (``record`` writes before it returns), and every later event
         goes to the subscriber's stream, so a caller that sends the backlog from the file
         and then the stream misses and repeats nothing. Nothing is read here: a log of
-        any size is attached to in constant time and memory (issue 12 part 8).
+        any size is attached to in constant time and memory (issue 12 part 8). ``drives``:
+        the client started or resumed the session.
         """
         upto_seq = self.log.next_seq - 1
         sub = Subscriber(request_id)
         sub.since_seq = since_seq
-        sub.last_seq = max(upto_seq, since_seq)
+        sub.last_seq, sub.drives = max(upto_seq, since_seq), drives
         self.subscribers.append(sub)
+        self.stir.set()
         return sub, upto_seq
 
     def detach(self, sub: Subscriber) -> None:
         if sub in self.subscribers:
             self.subscribers.remove(sub)
+            self.stir.set()
         sub.send.close()
+
+    @property
+    def driven(self) -> bool:
+        """Whether a client that started or resumed the session still follows it."""
+        return any(sub.drives for sub in self.subscribers)
+
+    @property
+    def unattended(self) -> bool:
+        """No client follows it and it does no work (idle, or waiting for an approval)."""
+        return not self.subscribers and (self.status == "idle" or bool(self.approvals))
+
+    def end_idle(self, exit_reason: str, message: str) -> None:
+        """End the session once idle with this reason and message (``daemon.takeover``);
+        approvals no one can give end their turn with ``needs_approval``."""
+        self._end_note, self.interactive = (exit_reason, message), False
+        for pending in list(self.approvals.values()):
+            self.answer(pending.call_id, REDECIDE, "")
+        self._inputs_send.close()
 
     # -- input, approvals, interrupts ---------------------------------------------
 
@@ -250,13 +278,23 @@ class Session:
         if not self.interactive:
             summary = msgspec.json.encode(call.input).decode()[:120]
             raise NeedsApproval(f"{call.name}({summary}) [call {call.id}] needs approval")
-        pending = PendingApproval(call.id, call.name)
-        self.approvals[call.id] = pending
-        try:
-            await pending.done.wait()
-        finally:
-            self.approvals.pop(call.id, None)
-        return pending.decision, pending.by
+        while True:
+            pending = PendingApproval(call.id, call.name)
+            self.approvals[call.id] = pending
+            self.stir.set()
+            try:
+                await pending.done.wait()
+            finally:
+                self.approvals.pop(call.id, None)
+                self.stir.set()
+            if pending.decision != REDECIDE:
+                return pending.decision, pending.by
+            decided = redecide(self, agent_id, call, tool)
+            if decided is not None:
+                return decided
+            if not self.interactive:
+                summary = msgspec.json.encode(call.input).decode()[:120]
+                raise NeedsApproval(f"{call.name}({summary}) [call {call.id}] needs approval")
 
     def answer(self, call_id: str, decision: str, by: str) -> bool:
         """Resolve a pending approval; the first answer wins. Returns whether it counted."""
@@ -311,6 +349,7 @@ class Session:
         """Run the agent until it stops (and, with a goal, until the goal ends or pauses);
         return (exit_reason, result, message)."""
         self.status = "running"
+        self.stir.set()
         outcome = None
         with anyio.CancelScope() as scope:
             self._turn_scope = scope
@@ -321,6 +360,7 @@ class Session:
         else:
             reason, result, message = outcome.exit_reason, outcome.result, outcome.message
         self.status = "idle"
+        self.stir.set()
         self.record(TurnEnded(exit_reason=reason, result=result, message=message))
         await self.commit.durable()
         self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, result=result))
@@ -338,6 +378,8 @@ class Session:
                 for name, agent in self.background.items():
                     await self.lifecycle("AgentStart", {"agent_type": name}, agent=name)
                     tg.start_soon(agent.supervise)
+                if self.idle_timeout_s > 0:
+                    tg.start_soon(watch_unattended, self)
                 try:
                     await self._run(first_task, resume_turn=resume_turn)
                 finally:
@@ -443,6 +485,7 @@ class Session:
                     return
             elif not first_task and self.initial_goal is None:
                 self.status = "idle"
+                self.stir.set()
                 self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="ready"))
                 if self.end_when_idle:
                     reason, message = "finished", "nothing to resume: the session was not in a turn"
@@ -459,10 +502,13 @@ class Session:
                 else:
                     reason, result, message = "error", "", "a UserPromptSubmit hook blocked the message"
                     self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason="error"))
-                if self.end_when_idle:
-                    break
+                if self.end_when_idle and not self._inputs.statistics().current_buffer_used:
+                    break  # a headless session ends when idle with nothing queued (a take-over's message may be)
             else:
-                if reason == "interrupted" and self.turns == 0:
+                if self._end_note is not None:
+                    note_reason, message = self._end_note
+                    reason = reason if reason == "needs_approval" else note_reason
+                elif reason == "interrupted" and self.turns == 0:
                     reason, message = "finished", ""
         except OSError as exc:
             paused = True

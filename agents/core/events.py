@@ -54,7 +54,7 @@ from .conversation import Block
 
 __all__ = [
     "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalModeChanged", "ApprovalRequested", "ApprovalResolved",
-    "BaselineSnapshot", "Conflict", "ConflictFile", "Durability", "EVENT_TYPES", "Event", "FileEdited", "GoalChecked",
+    "BaselineSnapshot", "Conflict", "ConflictFile", "Durability", "EVENT_TYPES", "Event", "FileEditStarted", "FileEdited", "GoalChecked",
     "GoalSet", "GoalUpdated", "HookContext",
     "HookRan", "InstructionsAdded", "Integration", "IntegrationApplied", "KernelEvaluated", "LogRepaired",
     "McpServerFailed", "McpServerRestarting", "McpServerStarted", "ModelRequest", "ModelResponse", "ModelRetry",
@@ -310,6 +310,22 @@ class ToolStarted(Event, frozen=True, tag="tool_started"):
     input: dict[str, Any] = {}
     rule: str = ""
     source: str = ""
+
+
+class FileEditStarted(Event, frozen=True, tag="file_edit_started"):
+    """A call is about to rename a file's new content into place (write-ahead, issue 13
+    case 4): the file as shown (``path``) and where it is (``abs_path``), its hashes
+    before (``None``: it was new) and after, the unified diff, and the temporary file that
+    holds the new content. A restart that finds the call unanswered hashes the file to
+    tell whether the write landed, says so, and removes ``tmp_path``."""
+
+    call_id: str = ""
+    path: str = ""
+    abs_path: str = ""
+    tmp_path: str = ""
+    before_sha256: str | None = None
+    after_sha256: str = ""
+    diff: str = ""
 
 
 class FileEdited(Event, frozen=True, tag="file_edited"):
@@ -680,7 +696,7 @@ class GoalUpdated(Event, frozen=True, tag="goal_updated"):
 AnyEvent = (
     SessionStarted | SessionResumed | LogRepaired | TurnEnded | SessionEnded
     | UserMessage | AgentMessage | ModelRequest | ModelResponse | ModelSwitched | ModelRetry | RateLimited
-    | ApprovalRequested | ApprovalResolved | ApprovalModeChanged | ToolStarted | FileEdited | ToolFinished | ToolResultsCleared | ToolInterrupted
+    | ApprovalRequested | ApprovalResolved | ApprovalModeChanged | ToolStarted | FileEditStarted | FileEdited | ToolFinished | ToolResultsCleared | ToolInterrupted
     | NetConnection
     | InstructionsAdded | SkillLoaded | HookContext | HookRan | PromptBlocked
     | McpServerStarted | McpServerRestarting | McpServerFailed
@@ -757,7 +773,7 @@ def persistence(event: AnyEvent) -> Persistence:
     """
     match event:
         case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | UserMessage() | AgentMessage()
-              | ModelSwitched() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
+              | ModelSwitched() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
               | WorkerSpawned() | Integration() | IntegrationApplied() | KernelEvaluated() | GoalSet() | GoalUpdated()):
             return _AHEAD
         case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()

@@ -30,6 +30,7 @@ from ..core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    FileEditStarted,
     GoalChecked,
     GoalSet,
     GoalUpdated,
@@ -135,7 +136,7 @@ class BackgroundAgent:
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
-                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
+                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()

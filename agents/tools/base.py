@@ -111,6 +111,10 @@ class ToolContext(msgspec.Struct):
         agent_id: the agent whose call this is.
         blackboard: the session's shared blackboard; file reads go through it when set.
         faults: the crash points of restart-safety tests (``NO_FAULTS`` outside them).
+        announce_edit: ``(edit, path, tmp_path) -> None``, called by a file tool from its
+            worker thread once the new content is in its temporary file and before the
+            rename; it records the intended edit, write-ahead, so that a restart can tell
+            whether the write landed (issue 13 case 4). ``None``: nothing is announced.
     """
 
     workspace: Path
@@ -123,6 +127,7 @@ class ToolContext(msgspec.Struct):
     agent_id: str = "main"
     blackboard: Any = None  # agents.blackboard.Blackboard shared by the session's agents
     faults: Faults = NO_FAULTS
+    announce_edit: Any = None  # Callable[[FileEdit, Path, Path], None], set by the agent loop per call
 
 
 class ToolInputError(ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,24 @@ def _unchanged_since_read(path: Path, before: bytes | None, name: str) -> None:
             f"{name} changed on disk while this edit was being made (another session or an "
             "editor wrote it); nothing was written: read it again and redo the change"
         )
+
+
+def _write_diff(before: bytes | None, content: str, name: str) -> str:
+    """The diff of a ``write_file``: from nothing, from the old text, or a binary note."""
+    if before is None:
+        return unified_diff(None, content, name)
+    try:
+        return unified_diff(decode_text(before, name).text, content, name)
+    except BinaryFile:
+        return f"Binary file {name} replaced by text\n"
+
+
+def _announcer(ctx: ToolContext, edit: FileEdit, path: Path) -> Callable[[Path], None] | None:
+    """``atomic_write``'s ``before_rename`` that announces ``edit`` (``ctx.announce_edit``)."""
+    announce = ctx.announce_edit
+    if announce is None:
+        return None
+    return lambda tmp: announce(edit, path, tmp)
 
 
 def _path_list(input: dict[str, Any]) -> Sequence[str]:
@@ -253,21 +271,14 @@ class WriteFileTool:
         data = content.encode("utf-8")
         with _file_lock(path):
             before = path.read_bytes() if path.exists() else None
+            edit = FileEdit(
+                path=name,
+                before_sha256=None if before is None else sha256_hex(before),
+                after_sha256=sha256_hex(data),
+                diff=_write_diff(before, content, name),
+            )
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, data, ctx.faults)
-        if before is None:
-            diff = unified_diff(None, content, name)
-        else:
-            try:
-                diff = unified_diff(decode_text(before, name).text, content, name)
-            except BinaryFile:
-                diff = f"Binary file {name} replaced by text\n"
-        edit = FileEdit(
-            path=name,
-            before_sha256=None if before is None else sha256_hex(before),
-            after_sha256=sha256_hex(data),
-            diff=diff,
-        )
+            atomic_write(path, data, ctx.faults, _announcer(ctx, edit, path))
         verb = "created" if before is None else "overwrote"
         lines = len(_split_lines(content))
         return ToolOutput(content=f"{verb} {name} ({len(data)} bytes, {lines} lines)", edits=[edit])
@@ -349,14 +360,14 @@ class EditFileTool:
                 raise ToolInputError(
                     "the edit changes nothing once line endings are matched to the file"
                 )
+            edit = FileEdit(
+                path=name,
+                before_sha256=sha256_hex(data),
+                after_sha256=sha256_hex(new_data),
+                diff=unified_diff(decoded.text, result.text, name),
+            )
             _unchanged_since_read(path, data, name)
-            atomic_write(path, new_data, ctx.faults)
-        edit = FileEdit(
-            path=name,
-            before_sha256=sha256_hex(data),
-            after_sha256=sha256_hex(new_data),
-            diff=unified_diff(decoded.text, result.text, name),
-        )
+            atomic_write(path, new_data, ctx.faults, _announcer(ctx, edit, path))
         if result.count == 1:
             first = max(1, result.lines[0] - EDIT_SNIPPET_CONTEXT_LINES)
             last = result.lines[0] + new.count("\n") + EDIT_SNIPPET_CONTEXT_LINES

@@ -14,6 +14,7 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -338,13 +339,17 @@ def _default_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def atomic_write(path: Path, data: bytes, faults: Faults = NO_FAULTS) -> None:
+def atomic_write(path: Path, data: bytes, faults: Faults = NO_FAULTS,
+                 before_rename: Callable[[Path], None] | None = None) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory + rename.
 
     An existing file's permission bits are kept; a new file gets 0o666 less the umask.
     Readers see either the old or the new content, never a mix; on failure the old file
     is untouched and the temporary file removed. ``faults`` holds the ``mid_edit`` crash
-    point of the restart tests.
+    point of the restart tests. ``before_rename`` is called with the temporary file's
+    path once it holds ``data`` (on disk), before the rename: the write-ahead
+    announcement that lets a restart find out whether the write landed and remove the
+    temporary file (issue 13 case 4); if it raises, nothing is written.
 
     Raises:
         OSError: the directory is not writable, the disk is full, ...
@@ -360,6 +365,8 @@ def atomic_write(path: Path, data: bytes, faults: Faults = NO_FAULTS) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        if before_rename is not None:
+            before_rename(Path(tmp))
         faults.crash_at("mid_edit")
         os.replace(tmp, path)
     except BaseException:

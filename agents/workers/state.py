@@ -16,6 +16,7 @@ from ..core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    FileEditStarted,
     GoalChecked,
     GoalSet,
     GoalUpdated,
@@ -91,7 +92,7 @@ class FanoutState:
             case (ModelSwitched() | ToolResultsCleared()
                   | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage() | AgentMessage()
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
-                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
+                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()

@@ -113,7 +113,7 @@ async def test_a_task_runs_its_tool_calls_and_finishes(make_run: Any) -> None:
     outcome = await _start(run, "write a file")
     assert (outcome.exit_reason, outcome.result) == ("finished", "Done.")
     assert (run.workspace / "a.txt").read_text() == "one\ntwo\n"
-    assert run.types() == ["user_message", "model_request", "model_response", "tool_started", "file_edited",
+    assert run.types() == ["user_message", "model_request", "model_response", "tool_started", "file_edit_started", "file_edited",
                            "tool_finished", "model_request", "model_response", "tool_started", "tool_finished",
                            "model_request", "model_response"]
     finished = [e for e in run.events() if isinstance(e, ev.ToolFinished)]

@@ -140,6 +140,27 @@ def test_attach_from_a_second_terminal_answers_the_approval(musec: Musec, buggy_
     assert resolved[0]["decision"] == "allow" and len({e["call_id"] for e in resolved}) == len(resolved)
 
 
+def test_attach_sends_messages_to_a_session_whose_client_was_killed(
+    musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory,
+) -> None:
+    # Issue 13 case 6: attach in a terminal gives the prompt when the agent is idle, and
+    # leaving it leaves the session running.
+    from tests.e2e.test_takeover import _live_status, _orphan
+
+    script = tmp_path / "two.json"
+    script.write_text(json.dumps({"turns": [[{"text": "first answer"}], [{"text": "second answer"}]]}))
+    sid = _orphan(musec, buggy_repo, f"scripted:{script}")
+    term = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    term.wait_for(lambda s: "first answer" in s and prompt_after(s, "first answer"), "the backlog, then the prompt")
+    term.send("go on", "Enter")
+    term.wait_for(lambda s: "second answer" in s and prompt_after(s, "second answer"), "the answer, then the prompt")
+    term.send("/exit", "Enter")
+    term.wait_for(lambda s: "EXITED=0" in s, "the client to exit")
+    assert _live_status(musec, sid) == "idle"
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    assert [e["text"] for e in events if e["type"] == "user_message"] == ["hello", "go on"]
+
+
 # --- issue 18: rendering, input, status line, slash commands, approvals ------------------
 
 

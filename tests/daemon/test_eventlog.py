@@ -349,7 +349,7 @@ def test_secrets_and_key_shapes_never_reach_the_file(tmp_path: Path) -> None:
     elog.redact.add(["added-later-secret"])
     elog.append(ToolFinished(call_id="c1", content=f"key={secret} and {FAKE_KEY}"))
     elog.append(ToolStarted(call_id="c2", input={"nested": {"k": [secret]}, secret: "as a key"}))
-    elog.append(UserMessage(text="openai sk-proj-" + "x" * 40))
+    elog.append(UserMessage(text="openai sk-proj-" + "Ab1x" * 10))
     elog.append(UserMessage(text="added-later-secret; short stays"))
     elog.close()
     data = path.read_bytes()
@@ -453,7 +453,7 @@ def test_a_failed_write_leaves_whole_lines(tmp_path: Path, room: int) -> None:
     assert verify(path).ok
 
 
-_SECRETS = ["s3cr3t-value", 'quo"te-secret\n', "sk-" + "a" * 40]
+_SECRETS = ["s3cr3t-value", 'quo"te-secret\n', "sk-" + "a" * 40, "\nsk-ant-api03-Ab1cdefghijklmnopq", "-sk-proj-" + "Ab1" * 12]
 _TEXTS = st.text(st.characters(codec="utf-8"), max_size=8) | st.sampled_from(_SECRETS).map(lambda s: "x" + s)
 _VALUES = st.recursive(st.none() | st.booleans() | st.integers() | _TEXTS,
                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXTS, inner, max_size=3),
@@ -467,3 +467,61 @@ def test_scanning_the_encoding_first_redacts_exactly_as_walking_does(value: obje
 
     redactor = Redactor(_SECRETS[:2])
     assert redactor.encode(value) == msgspec.json.encode(redactor(value))
+
+
+@pytest.mark.parametrize("text", [
+    "task-scheduler-configuration-option-handler-2024",  # "sk-" inside a word is no key
+    "risk-assessment-framework-for-the-2025-budget-plans",
+    "sk-learn-pipeline-with-tfidf-and-logistic-regression-v2",  # words, no random run
+    "the disk-encryption-keys-rotation-policy-document-version-12",
+])
+def test_ordinary_text_with_sk_in_it_is_not_cut(text: str) -> None:
+    from musec.daemon.eventlog import Redactor
+
+    assert Redactor().text(text) == text and Redactor().encode({"t": text}) == msgspec.json.encode({"t": text})
+
+
+@pytest.mark.parametrize("text", [
+    "TOKEN = 'sk-ant-test-0000-live-secret-value'",  # issue 13 case 1's example
+    "key:\nsk-ant-api03-" + "Zx9" * 12,  # after an escaped character
+    "OPENAI=sk-proj-" + "Ab1x" * 10,
+])
+def test_key_shaped_runs_are_redacted_whole(text: str) -> None:
+    from musec.daemon.eventlog import Redactor
+
+    out = Redactor().text(text)
+    assert "sk-" not in out and out.count("[REDACTED]") == 1 and out.startswith(text.split("sk-")[0])
+
+
+_KEY = "sk-ant-test-0000-live-secret-value"
+_PIECES = st.sampled_from([_KEY, "[REDACTED:", "[REDACTED:ANTHROPIC_API_KEY]", "[:", "]", "ANTHROPIC_API_KEY", '"', "\n", "\\", "é"])
+_PIECED = st.lists(_PIECES | st.text(max_size=4), max_size=8).map("".join)
+
+
+@SETTINGS
+@given(text=_PIECED)
+def test_named_placeholders_are_filled_again_exactly(text: str) -> None:
+    # Issue 13 case 1: what is stored names the secret; a resume bringing the credential
+    # gets the exact text back, and text that looked like a placeholder stays text.
+    from musec.daemon.redaction import _KEY_PATTERNS, Redactor, refill_line
+
+    assume(not _KEY_PATTERNS.search(text.replace(_KEY, "")))
+    line = Redactor(named={"ANTHROPIC_API_KEY": _KEY}).encode({"t": text})
+    assert _KEY.encode() not in line
+    assert msgspec.json.decode(refill_line(line, {"ANTHROPIC_API_KEY": _KEY}))["t"] == text
+    # Without the credential, the placeholder stays, and no outside text becomes a secret.
+    assert _KEY.encode() not in refill_line(line, {})
+
+
+def test_a_placeholder_in_the_outside_world_is_never_filled_with_the_secret(tmp_path: Path) -> None:
+    from musec.daemon.redaction import refill_line
+
+    path = tmp_path / "s.jsonl"
+    elog = EventLog.create(path, secrets=[], named={"ANTHROPIC_API_KEY": _KEY})
+    elog.append(ToolFinished(call_id="c1", content="a file says [REDACTED:ANTHROPIC_API_KEY]; the key is " + _KEY))
+    elog.close()
+    line = path.read_bytes().splitlines()[0]
+    assert b"a file says [REDACTED:[:ANTHROPIC_API_KEY]; the key is [REDACTED:ANTHROPIC_API_KEY]" in line
+    filled = msgspec.json.decode(refill_line(line, {"ANTHROPIC_API_KEY": _KEY}))["content"]
+    assert filled == "a file says [REDACTED:ANTHROPIC_API_KEY]; the key is " + _KEY
+    assert verify(path).ok

@@ -120,6 +120,11 @@ def test_clean_integration_is_applied_through_git(musec: Musec, tmp_path: Path) 
     assert again.returncode == 0 and "already on your branch; nothing to apply" in again.stdout  # idempotent
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True,
                           env=musec.env).stdout == ""
+    # The session had ended; its log still says that the person's branch changed.
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    assert events[-1]["type"] == "integration_applied" and events[-1]["branch"] == "main"
+    assert musec("log", "verify", sid).returncode == 0
+    assert next(s for s in musec.json("sessions", "--all", "--json") if s["id"] == sid)["status"] == "applied"
 
 
 @pytest.mark.parametrize("tasks", [[], [{"name": "a b", "instruction": "x"}], [{"name": "integration", "instruction": "x"}]])

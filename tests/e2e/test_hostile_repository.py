@@ -126,15 +126,27 @@ def test_a_session_on_a_hostile_repository(musec: Musec, hostile: Path, tmp_path
     assert "S b/y.txt" in git(hostile, "ls-files", "-t")
     assert musec("log", "verify", sid).returncode == 0
     replayed = musec.json("replay", sid, "--json")
-    # The key-shaped text the agent read is exact in what ran and redacted in the log: the
-    # requests after it are said to be not comparable, never a mismatch.
-    assert replayed["ok"] and replayed["redacted_requests"] >= 1
+    # The key-shaped text the agent read is exact in what ran and redacted in the log; each
+    # request's digest is of it as the log rebuilds it, so every one is still compared.
+    assert replayed["ok"] and replayed["redacted_requests"] == 0
 
 
 def test_key_shaped_text_is_written_as_the_model_sent_it(musec: Musec, hostile: Path, tmp_path: Path) -> None:
+    # Issue 13 case 1: redaction is for what is stored; the file, the command and the
+    # results the model reads hold the exact bytes, and the redacted log still replays.
     script = tmp_path / "keys.json"
-    script.write_text(json.dumps({"turns": [[{"tool": "write_file", "input": {"path": "a/secret.py", "content": KEYISH}}],
-                                            [{"text": "done"}]]}))
-    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=hostile)
-    assert proc.returncode == 0, proc.stderr
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "write_file", "input": {"path": "a/secret.py", "content": KEYISH}}],
+        [{"tool": "bash", "input": {"command": "grep -c \"$(cat a/keys.py)\" a/secret.py"}}],
+        [{"expect_result": "\n1\n"}, {"tool": "read_file", "input": {"path": "a/keys.py"}}],
+        [{"expect_result": KEYISH.strip()}, {"text": "done"}]]}))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--output-format", "json", "go",
+                 cwd=hostile)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (hostile / "a" / "secret.py").read_text() == KEYISH
+    sid = json.loads(proc.stdout)["session_id"]
+    log = (musec.home / "state" / "sessions" / f"{sid}.jsonl").read_bytes()
+    assert KEYISH.strip().encode() not in log and b"[REDACTED]" in log
+    assert musec("log", "verify", sid).returncode == 0
+    replayed = musec.json("replay", sid, "--json")
+    assert replayed["ok"] and replayed["redacted_requests"] == 0  # compared exactly, not skipped

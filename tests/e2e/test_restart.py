@@ -74,9 +74,15 @@ def test_crash_and_resume(point: str, musec: Musec, buggy_repo: Path, tmp_path: 
     if point == "mid_append":
         assert list(musec.home.glob("state/sessions/*.torn"))
         assert any(e["type"] == "log_repaired" for e in events)
-    if point in ("after_tool_started", "during_tool", "before_tool_finished", "mid_edit", "mid_append"):
+    if point in ("after_tool_started", "during_tool", "before_tool_finished", "mid_append"):
         interrupted = [e for e in events if e["type"] == "tool_interrupted"]
         assert len(interrupted) == 1 and interrupted[0]["reason"] == "the daemon stopped while it ran"
+    if point == "mid_edit":  # a write cut off is answered with what landed (issue 13 case 4), not "interrupted"
+        assert not [e for e in events if e["type"] == "tool_interrupted"]
+        edit_id = next(e["call_id"] for e in events if e["type"] == "tool_started" and e["tool"] == "edit_file")
+        answer = next(e for e in events if e["type"] == "tool_finished" and e["call_id"] == edit_id)
+        assert answer["is_error"] and "as it was before this call" in answer["content"]
+        assert not list(buggy_repo.glob(".*.musec-tmp"))
     if point == "mid_model_stream":
         requests = [e for e in events if e["type"] == "model_request"]
         # The call cut off mid-stream is made again, and it is byte-identical.
