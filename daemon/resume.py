@@ -227,11 +227,6 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     if state.fanout.pending and any(call.tool == "spawn_workers" for call in cut):
         session.resume_fanout = (state.fanout.pending, state.fanout.pending_finished)
     interrupted = _answer_cut_calls(session, state, cut, Path(started.workspace))
-    # Approvals the stop left unanswered are withdrawn: their calls, still unanswered, are
-    # decided again under this resume's approval mode when the turn goes on (issue 13 case 5).
-    for asked in state.approvals_asked.values():
-        session.record(ApprovalResolved(agent=asked.agent, call_id=asked.call_id, decision="withdrawn",
-                                        by="the session stopped before an answer"))
     if not req.approval and state.approval:  # a switch the person made holds until they pass another
         agent.approval_mode = state.approval
     session.record(SessionResumed(pid=os.getpid(), interrupted_calls=interrupted, approval=agent.approval_mode))
@@ -256,6 +251,11 @@ def _answer_cut_calls(session: Session, state: ResumeState, cut: list[ToolStarte
         session.record(ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
                                        reason="the daemon stopped while it ran"))
         interrupted.append(call.call_id)
+    # Approvals the stop left unanswered are withdrawn: their calls, still unanswered, are
+    # decided again under this resume's approval mode when the turn goes on (issue 13 case 5).
+    for asked in state.approvals_asked.values():
+        session.record(ApprovalResolved(agent=asked.agent, call_id=asked.call_id, decision="withdrawn",
+                                        by="the session stopped before an answer"))
     return interrupted
 
 

@@ -101,18 +101,6 @@ def test_run_resume_takes_over_a_session_whose_client_was_killed(musec: Musec, b
     assert sid not in json.loads(musec("daemon", "status", "--json").stdout)["sessions"]
 
 
-def test_resume_takes_over_a_session_whose_client_was_killed(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
-    model = _script(tmp_path, [[{"text": "first answer"}], [{"text": "second answer"}]])
-    sid = _orphan(musec, buggy_repo, model)
-    resumed = musec("resume", sid, input="go on\n", cwd=buggy_repo)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "second answer" in resumed.stdout
-    assert "is live in this daemon" not in resumed.stderr
-    events = _events(musec, sid)
-    assert [e["text"] for e in events if e["type"] == "user_message"] == ["hello", "go on"]
-    assert musec("log", "verify", sid).returncode == 0
-
-
 def test_a_session_with_no_client_and_no_work_ends_after_the_idle_timeout(
     musec: Musec, buggy_repo: Path, tmp_path: Path,
 ) -> None:
