@@ -29,6 +29,7 @@ from ..core.events import (
     ApprovalResolved,
     BaselineSnapshot,
     FileEdited,
+    FileEditStarted,
     GoalChecked,
     GoalSet,
     GoalUpdated,
@@ -163,7 +164,7 @@ class GoalState:
                 if self.active:
                     self._response(event)
             case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
-                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted() | FileEdited()
+                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted() | FileEditStarted() | FileEdited()
                   | ToolFinished() | ToolInterrupted() | NetConnection() | InstructionsAdded() | SkillLoaded()
                   | HookContext() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
                   | McpServerFailed() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished()
