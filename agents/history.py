@@ -24,6 +24,9 @@ Events that shape the history (``History.apply`` says what it does with every ty
   ``HookContext``: what a hook adds (a Stop hook's reason to go on); ``SkillLoaded``: a
   skill the person invoked (``/NAME``, ``$NAME``). Each is user text at the next turn
   boundary, as an agent message.
+- ``PlanStarted``: plan mode's instructions, the same way; ``PlanApproved``: the approved
+  plan, whole, as a person's message (``action`` ``fresh`` first drops the whole
+  conversation: the plan alone starts it again).
 
 - ``GoalSet``: the goal the agent works toward (``agents/goal``); ``GoalChecked`` with
   ``instruct``: the judgment that it is not met yet, with the reason; ``GoalUpdated`` to
@@ -61,6 +64,7 @@ from .core.events import (
     GoalChecked,
     GoalSet,
     GoalUpdated,
+    GrillRound,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -76,6 +80,9 @@ from .core.events import (
     ModelRetry,
     ModelSwitched,
     NetConnection,
+    PlanApproved,
+    PlanProposed,
+    PlanStarted,
     PromptBlocked,
     RateLimited,
     RepoMap,
@@ -96,6 +103,7 @@ from .core.events import (
 )
 from .goal.texts import goal_instruction
 from .modelswitch import convert_history
+from .plan import approved_message, planning_message
 from .tools.untrusted import mark_untrusted
 
 #: The tools whose results were marked in logs without the ``untrusted`` field (before every
@@ -198,6 +206,9 @@ class History:
                         content = mark_untrusted(event.tool, content, self.stored(content) if self.stored else None)
                     self._user_block(ToolResultBlock(event.call_id, content, bool(event.is_error)))
                     self._release_held()
+            case PlanStarted() | PlanApproved():
+                if event.agent == self.agent:
+                    self._plan(event)
             case ToolInterrupted():
                 if event.agent == self.agent:
                     text = f"[tool call interrupted: {event.reason}; it may have partly run]"
@@ -206,7 +217,7 @@ class History:
             case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
                   | FileEditStarted() | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated()
+                  | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated() | PlanProposed() | GrillRound()
                   | NetConnection() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
                   | McpServerFailed()):
                 pass  # no part of the conversation
@@ -228,6 +239,18 @@ class History:
     def wall_s(self, now: float) -> float:
         """Seconds worked since the latest person's message, up to ``now`` (Unix seconds)."""
         return self.clock.seconds(now)
+
+    def _plan(self, event: PlanStarted | PlanApproved) -> None:
+        """Plan mode's instructions when it starts; the approved plan, as a person's word, when
+        it ends (a fresh start keeps nothing else)."""
+        if isinstance(event, PlanStarted):
+            self._held.append(TextBlock(planning_message(event)))
+            self._release_held()
+            return
+        if event.action == "fresh":
+            self.messages, self._held = [], []
+        self._user_block(TextBlock(approved_message(event)))
+        self.turns_since_user = 0
 
     def _release_held(self) -> None:
         if self._held and not self.unanswered_calls():

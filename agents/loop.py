@@ -5,6 +5,10 @@ it records; every step is recorded before it is acted on, so the daemon can be k
 any point and the agent goes on from its log (DESIGN §5). Limits are checked before each
 model call. Control flow leaves ``run`` as an ``Outcome``; nothing is raised for what the
 model did, only for bugs.
+
+Why over 500 lines: the loop is one state machine (query, calls, approvals, hooks, limits,
+context accounting, the plan's end) and its steps read best together; what can live
+elsewhere does (history.py, permissions.py, plan.py, context.py).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from .core.faults import NO_FAULTS, Faults
 from .history import History
 from .modelswitch import convert_history
 from .permissions import Policy, Verdict
+from .plan import PLAN_TOOL, plan_sha256, read_plan_document
 from .providers.base import Provider, TextDelta
 from .tools.base import Tool, ToolContext, ToolOutput, printable
 
@@ -77,7 +82,8 @@ class Outcome:
     """How a run of the loop ended.
 
     ``exit_reason``: ``finished``, ``max_turns``, ``budget``, ``max_wall``, ``needs_approval``, ``error``,
-    ``provider_unreachable`` or ``interrupted``. ``result`` is the model's final text.
+    ``provider_unreachable``, ``interrupted`` or ``plan_proposed`` (planning ended with a
+    plan, ``result``, that waits for approval). ``result`` is the model's final text.
     """
 
     exit_reason: str
@@ -169,6 +175,7 @@ class Agent:
         # The log's redaction of a request (set by the daemon): a model_request's digest is
         # of the request as its redacted log rebuilds it, so replay checks it exactly.
         self.stored_request: Callable[[ModelRequest], ModelRequest] | None = None
+        self._plan_proposed = False  # propose_plan succeeded in the calls being run
 
     def record(self, event: ev.AnyEvent) -> ev.AnyEvent:
         """Record an event of this agent; the session folds it into every agent's history."""
@@ -235,6 +242,8 @@ class Agent:
                     await self._run_calls(pending)
                 except NeedsApproval as exc:
                     return Outcome("needs_approval", message=str(exc))
+                if self._plan_proposed:
+                    return self._propose_plan()
                 continue
             if self.history.turns_since_user >= self.max_turns:
                 return Outcome("max_turns", message=f"stopped after {self.max_turns} model turns (--max-turns)")
@@ -390,6 +399,15 @@ class Agent:
         self._finish(call, output, time.monotonic() - t0)
         if not output.is_error:
             self._add_subdir_instructions(tool, call)
+            self._plan_proposed = self._plan_proposed or call.name == PLAN_TOOL
+
+    def _propose_plan(self) -> Outcome:
+        """Planning ends with the plan: ``plan_proposed`` is logged and the run stops, for
+        the daemon to ask for approval (``daemon/plans.py``)."""
+        self._plan_proposed = False
+        text = read_plan_document(self.ctx.plan_document)
+        self.record(ev.PlanProposed(sha256=plan_sha256(text), text=text, path=self.ctx.plan_document))
+        return Outcome("plan_proposed", result=text)
 
     def _call_context(self, call: ToolCallBlock) -> ToolContext:
         """The tool context of one call: the agent's, with the file tools' write-ahead

@@ -238,8 +238,9 @@ def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
 @dataclass(frozen=True)
 class Verdict:
     """A decision and what made it: ``source`` is ``user``/``project`` (a rule, quoted in
-    ``rule``), ``mode`` (the approval mode), ``person`` (someone answered) or ``hook``
-    (a PermissionRequest hook refused it)."""
+    ``rule``), ``mode`` (the approval mode), ``person`` (someone answered), ``hook``
+    (a PermissionRequest hook refused it) or ``plan`` (the planning profile, ``origin``
+    says why)."""
 
     decision: Decision
     rule: str = ""
@@ -256,6 +257,8 @@ class Verdict:
             return "not run: the person denied it"
         if self.source == "hook":
             return "not run: a PermissionRequest hook refused it"
+        if self.source == "plan":
+            return f"not run: {self.origin}; propose the plan with propose_plan first"
         if self.source == "mode":
             return f"not run: approval mode {mode} does not allow {access} calls"
         where = f" ({self.origin})" if self.origin else ""
@@ -358,12 +361,14 @@ class Policy:
         save: persists new allow rules (texts) and returns where, e.g. the user config;
             ``None`` keeps them for this agent only.
         trust: what the trust check found (``trust.TrustStatus``), for the log.
+        plan_document: the plan document's path while the agent plans (mode ``plan``).
     """
 
     rules: list[Rule] = field(default_factory=list)
     workspace: Path | None = None
     save: Callable[[list[str]], str] | None = None
     trust: Any = None
+    plan_document: str = ""
 
     def call(self, tool: str, access: str, input: dict[str, Any], paths: Iterable[str]) -> Call:
         """Describe a call for the rules; file paths are resolved against the workspace."""
@@ -386,7 +391,15 @@ class Policy:
 
     def decide(self, mode: str, call: Call) -> Verdict:
         """``decide_call`` with this policy's rules; a file reached through another name
-        (a hard link) is denied when a deny rule covers any of its names."""
+        (a hard link) is denied when a deny rule covers any of its names. In mode ``plan``
+        the planning profile decides first (``plan.plan_verdict``)."""
+        if mode == "plan":
+            from .plan import plan_verdict
+
+            found = plan_verdict(call.tool, call.access, call.paths, self.plan_document)
+            if found is not None:
+                return Verdict(found[0], rule=found[1] if found[0] == "allow" else "", source="plan",
+                               origin=found[1] if found[0] == "deny" else "")
         verdict = decide_call(mode, call, self.rules)
         if verdict.decision == "deny" or not call.paths:
             return verdict

@@ -45,10 +45,13 @@ class ApprovalDesk:
         self.pending: dict[str, dict[str, Any]] = {}
         self.answered = answered if answered is not None else set()
         self.before_ask = before_ask
+        self.last_plan = ""  # the latest plan_proposed text: what a plan's approval asks about
 
     def on_event(self, msg: p.Event, ev: dict[str, Any]) -> None:
         """Note an ``approval_requested`` or ``approval_resolved`` event; ask about what is
         pending when ``msg`` is live or ends a backlog."""
+        if ev.get("type") == "plan_proposed":
+            self.last_plan = str(ev.get("text", ""))
         if ev.get("type") == "approval_requested" and isinstance(ev.get("call_id"), str):
             self.pending[ev["call_id"]] = ev
         elif ev.get("type") == "approval_resolved":
@@ -62,6 +65,10 @@ class ApprovalDesk:
             del self.pending[call_id]
             if self.before_ask is not None:
                 self.before_ask()
+            if asked.get("tool") in ("propose_plan", "grill_question"):
+                if not self._ask_plan(session_id, call_id, asked):
+                    return
+                continue
             decision = ask_approval(asked, self.conn, self.show_diff)
             if decision == INTERRUPT:
                 self.pending.clear()
@@ -72,6 +79,37 @@ class ApprovalDesk:
                 self.answered.add(call_id)
                 self.conn.send(p.ApprovalAnswer(id=self.conn.next_id(), session_id=session_id, call_id=call_id,
                                                 decision=decision))
+
+
+    def _ask_plan(self, session_id: str, call_id: str, asked: dict[str, Any]) -> bool:
+        """Ask about a proposed plan, or a grill's question (``client/plan.py``), and send the
+        answer; ``False`` when the person interrupted the turn instead."""
+        from .plan import ask_grill, ask_plan, plan_text
+
+        read = lambda q: _read_answer(q, self.conn, call_id)  # noqa: E731
+        try:
+            if asked.get("tool") == "grill_question":
+                grilled = ask_grill(asked, read)
+                if grilled is not None:
+                    self.answered.add(call_id)
+                    self.conn.send(p.ApprovalAnswer(id=self.conn.next_id(), session_id=session_id, call_id=call_id,
+                                                    decision=grilled[0], text=grilled[1]))  # type: ignore[arg-type]
+                return True
+            answer = ask_plan(plan_text(asked, self.last_plan), read)
+        except KeyboardInterrupt:
+            self.pending.clear()
+            out("\n[interrupting…]")
+            self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=session_id))
+            return False
+        except EOFError:
+            answer = ("feedback", "")
+        if answer is not None:
+            action, text = answer
+            self.answered.add(call_id)
+            self.conn.send(p.ApprovalAnswer(id=self.conn.next_id(), session_id=session_id, call_id=call_id,
+                                            decision="deny" if action == "feedback" else "allow",
+                                            plan_action=action, text=text))  # type: ignore[arg-type]
+        return True
 
 
 def describe_call(ev: dict[str, Any]) -> tuple[str, list[str]]:

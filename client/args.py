@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 DEFAULT_AGENTS = "scout,verifier,reviewer"
-APPROVALS = ("ask", "auto", "read-only", "never")
+APPROVALS = ("ask", "auto", "read-only", "never", "plan")  # plan: plan first (requests.plan_fields)
 SANDBOXES = ("auto", "bwrap", "seatbelt", "off")
 
 # Options of the top-level parser that take a value (`musec --model M` is interactive).
@@ -53,6 +53,11 @@ def _run(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--resume", default=None, metavar="ID", help="go on with session ID")
     sp.add_argument("--continue", dest="continue_", action="store_true",
                     help="go on with the latest session of the workspace")
+    sp.add_argument("--plan", action="store_true", help="plan the task read-only and print the plan (exit 0)")
+    sp.add_argument("--approve-plan", action="store_true", help="approve the proposed plan and carry it out")
+    sp.add_argument("--grill", action="store_true",
+                    help="with --plan: a critic questions the plan's decisions first (headless: the recommended "
+                         "answers, listed as assumptions)")
 
 
 def _sessions(sp: argparse.ArgumentParser) -> None:
@@ -152,6 +157,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "replay": ("rebuild a session from its log, no model calls", _session_id_json),
     "gc": ("remove sessions (not live ones) last active longer ago than an age, with their blobs", _gc),
     "cost": ("tokens and dollars of a session, per agent and model", _cost),
+    "plan": ("a session's plan, its state and its progress", _session_id_json),
     "agents": ("a session's agents: role, state, last activity, tokens, cost", _session_id_json),
     "workers": ("a session's fan-out workers: branch, state, commits, tokens, cost", _session_id_json),
     "apply": ("bring a session's integrated fan-out result onto your branch (git merge)", _apply),

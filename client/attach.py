@@ -74,7 +74,7 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
                     return attached_prompt(conn, args, renderer, stream)
             case (p.SessionStarted() | p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
                   | p.ReplayResult() | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied()
-                  | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply()):
+                  | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply() | p.PlanReport()):
                 pass  # Ok answers an approval sent here; the rest answer nothing this loop asks (pieces come joined)
             case _:
                 assert_never(msg)

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("views", "cmd_log"),
     "replay": ("views", "cmd_replay"),
     "cost": ("views", "cmd_cost"),
+    "plan": ("plan", "cmd_plan"),
     "agents": ("views", "cmd_agents"),
     "workers": ("views", "cmd_workers"),
     "models": ("views", "cmd_models"),

@@ -476,7 +476,7 @@ class TurnFollower:
                     return ""
                 case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult()
                       | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected()
-                      | p.StatusReply() | p.WorkspaceReport() | p.GoalReply()):
+                      | p.StatusReply() | p.WorkspaceReport() | p.GoalReply() | p.PlanReport()):
                     pass  # Ok answers a message or an approval sent here
                 case _:
                     assert_never(msg)

@@ -222,8 +222,25 @@ class Renderer:
             if kind == "goal_updated" and ev.get("summary"):
                 for line in _s(ev, "summary").strip().splitlines()[:8]:
                     self._line("    " + line)
+        elif kind in ("plan_started", "plan_proposed", "plan_approved", "grill_round"):
+            self._plan(ev)
         elif kind == "turn_ended" and self.turn_ends and ev.get("exit_reason") not in ("finished", None):
             self._line(self._c("33", f"[{_s(ev, 'exit_reason')}] {_s(ev, 'message')}".rstrip()))
+
+    def _plan(self, ev: dict[str, Any]) -> None:
+        """Plan mode: its start, the proposed plan (whole: it is the result of planning), its approval."""
+        kind = ev.get("type")
+        if kind == "plan_started":
+            self._line(self._c("36", f"[plan mode: read-only until a plan is approved; plan document {_s(ev, 'path')}]"))
+        elif kind == "plan_proposed":
+            self._line(self._c("36", f"[plan proposed, sha256 {_s(ev, 'sha256')[:12]}]"))
+            for line in safe(_s(ev, "text")).rstrip("\n").split("\n"):
+                self._line(line)
+        elif kind == "grill_round":
+            self._line(self._c("35", f"[grill {_s(ev, 'round')}] {_s(ev, 'decision')}: {_short(_s(ev, 'answer'), 200)} "
+                                     f"({_s(ev, 'answered_by')})"))
+        else:
+            self._line(self._c("32", f"[plan approved by {_s(ev, 'by')} ({_s(ev, 'action')}); approval mode {_s(ev, 'approval')}]"))
 
     def resolved_words(self, ev: dict[str, Any]) -> str:
         """Who answered an approval, in words: ``allowed by you``, ``denied in another terminal``."""

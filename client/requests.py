@@ -108,9 +108,17 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         raise UsageError("--budget-usd must be a finite number of dollars more than 0")
     trust = bool(getattr(args, "trust", False))
     agents_model = getattr(args, "agents_model", "")
+    approval, plan = args.approval or "ask", bool(getattr(args, "plan", False))
+    approve_plan = bool(getattr(args, "approve_plan", False))
+    if approval == "plan":  # plan mode first, then the session's default approval (ask)
+        approval, plan_mode = "ask", True
+    else:
+        plan_mode = plan
     return p.StartSession(
         id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
-        task=task, approval=args.approval or "ask", max_turns=max_turns, credentials=credentials(),
+        plan=plan_mode or bool(getattr(args, "grill", False)), plan_only=plan and not approve_plan,
+        approve_plan=approve_plan, grill=bool(getattr(args, "grill", False)),
+        task=task, approval=approval, max_turns=max_turns, credentials=credentials(),
         interactive=interactive, end_when_idle=not interactive, sandbox=getattr(args, "sandbox", None) or "auto",
         redact=secret_values(), redact_named=secret_env(), budget_usd=budget_usd or 0.0, agents=resolve_agents(getattr(args, "agents", None)),
         blackboard=getattr(args, "blackboard", True),
@@ -142,7 +150,11 @@ def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.R
     ``--model M``: the session goes on with that model)."""
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
+    if args.approval == "plan" or getattr(args, "plan", False):
+        raise UsageError("plan mode starts with a new task (musec run --plan \"TASK\"), or /plan in a session; "
+                         "--approve-plan approves a resumed session's plan")
     return p.ResumeSession(
+        approve_plan=bool(getattr(args, "approve_plan", False)),
         id=conn.next_id(), session_id=args.resume or "",
         workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
         credentials=credentials(), interactive=False, end_when_idle=True,

@@ -117,7 +117,7 @@ def follow_run(
             case p.Idle():
                 pass  # a headless session ends by itself when idle (end_when_idle)
             case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
-                  | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply()):
+                  | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply() | p.PlanReport()):
                 pass  # replies to requests this loop does not make
             case _:
                 assert_never(msg)

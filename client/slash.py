@@ -31,6 +31,8 @@ BUILTIN = {
     "/approval": "the approval mode; /approval MODE (ask, auto, read-only, never) switches it",
     "/last": "the last tool result in full",
     "/goal": '/goal CONDITION [--check "CMD"] [--budget-usd X] [--max-turns N] [--max-wall D]; /goal pause|resume|clear; /goal: its status',
+    "/plan": "/plan [TASK]: plan first, read-only; the plan needs your approval",
+    "/grill": "/grill [FILE]: a critic questions the plan's decisions, then you approve it again",
     "/exit": "leave (Ctrl-D too); Ctrl-C or Esc interrupts a running turn",
 }
 
@@ -112,6 +114,8 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
             conn.request(p.SetApproval(id=conn.next_id(), session_id=sid, approval=arg))
             ctx.status.approval = arg
             out(f"  approval is {arg} from the next tool call on")
+    elif name in ("/plan", "/grill"):
+        return Outcome("send", text=line)  # the daemon switches the session to plan mode
     elif name == "/last":
         out(ctx.last_result or "  no tool result yet")
     elif name == "/goal":

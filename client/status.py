@@ -30,6 +30,10 @@ class SessionStatus:
         self.workers: set[str] = set()  # live workers
         self.workspace = ""
         self.options: dict[str, Any] = {}  # how the session was set up (``session_options``)
+        self.plan = ""  # plan mode: planning, proposed, approved ("" without a plan)
+        self.plan_files: dict[str, bool] = {}  # the approved plan's files to change: edited since?
+        self.plan_checks: dict[str, bool] = {}  # its verification commands: passed since?
+        self._plan_calls: dict[str, str] = {}
 
     def fold(self, ev: dict[str, Any]) -> None:
         """Take one event into account."""
@@ -65,6 +69,8 @@ class SessionStatus:
         elif kind == "model_switched" and agent == "main":
             self.model = str(ev.get("model") or self.model)
             self._context(ev)
+        elif kind in ("plan_started", "plan_proposed", "plan_approved") or (self.plan == "approved" and agent == "main"):
+            self._fold_plan(kind, ev)
 
     def _context(self, ev: dict[str, Any]) -> None:
         """The context fields of a ``model_request`` or ``model_switched`` (agents/context.py)."""
@@ -99,6 +105,36 @@ class SessionStatus:
             found["blackboard"] = o["blackboard"]
         return found
 
+    def _fold_plan(self, kind: Any, ev: dict[str, Any]) -> None:
+        """Plan mode and the approved plan's progress (its files edited, its checks passed)."""
+        if kind == "plan_started":
+            self.plan, self.approval = "planning", "plan"
+        elif kind == "plan_proposed":
+            self.plan = "proposed"
+        elif kind == "plan_approved":
+            self.plan, self.approval = "approved", str(ev.get("approval") or self.approval)
+            text = str(ev.get("text", ""))
+            self.plan_files = {item.split(" ", 1)[0].strip("`*:,;"): False for item in _items(text, "files to change")}
+            self.plan_checks = {item: False for item in _items(text, "verification")}
+        elif kind == "file_edited":
+            path = str(ev.get("path", ""))
+            for name in self.plan_files:
+                if path == name or path.endswith("/" + name):
+                    self.plan_files[name] = True
+        elif kind == "tool_started" and isinstance(ev.get("input"), dict):
+            command = str(ev["input"].get("command", "")).strip()
+            if command in self.plan_checks:
+                self._plan_calls[str(ev.get("call_id"))] = command
+        elif kind == "tool_finished" and str(ev.get("call_id")) in self._plan_calls:
+            self.plan_checks[self._plan_calls.pop(str(ev.get("call_id")))] = ev.get("exit_status") == 0
+
+    def plan_text(self) -> str:
+        """``plan approved: files 1/2, checks 0/1`` (or the plan's state), '' without a plan."""
+        if self.plan != "approved":
+            return f"plan {self.plan}" if self.plan else ""
+        return (f"plan: files {sum(self.plan_files.values())}/{len(self.plan_files)}, "
+                f"checks {sum(self.plan_checks.values())}/{len(self.plan_checks)}")
+
     def learn_catalog(self, models: list[p.ModelInfo]) -> None:
         """Find the model's context window in the catalog (by id or alias)."""
         name = self.model.split("/", 1)[-1]
@@ -124,11 +160,28 @@ class SessionStatus:
             parts.append("agents: " + ", ".join(sorted(self.agents)))
         if self.workers:
             parts.append(f"workers: {len(self.workers)} live")
+        if self.plan:
+            parts.append(self.plan_text())
         parts.append(f"approval {self.approval or 'ask'}")
         return safe(" · ".join(parts))
 
 
 _OPTIONS = ("sandbox", "max_turns", "background", "agents_model", "agents_budget_usd", "blackboard")
+
+
+def _items(text: str, heading: str) -> list[str]:
+    """The ``- item`` lines of a plan document's ``## HEADING`` section (backquotes removed);
+    the same reading as ``agents.plan.section_items``, which the client may not import."""
+    items, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            inside = line[3:].strip().lower() == heading
+        elif inside and line.strip().startswith(("- ", "* ")):
+            item = line.strip()[2:].strip()
+            item = item[1:-1] if len(item) > 1 and item[0] == item[-1] == "`" else item
+            if item and item != "(none)":
+                items.append(item)
+    return items
 
 
 def _k(n: int) -> str:

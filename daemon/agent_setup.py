@@ -72,6 +72,7 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
         BadRequest: an unknown role; see also ``build_agent``.
     """
     from musec.agents.ask_agent import AskAgentTool
+    from musec.agents.plan import ProposePlanTool
     from musec.agents.roles import ROLES, make_roles
     from musec.agents.workers.tool import SpawnWorkersTool
 
@@ -79,7 +80,7 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
     if unknown:
         raise BadRequest(f"unknown background agent {unknown[0]!r}; the roles are: {', '.join(ROLES)}")
     session.fanout = _fanout(deps, session, req, credentials)
-    extra: list[Any] = [SpawnWorkersTool(session.fanout)]
+    extra: list[Any] = [SpawnWorkersTool(session.fanout), ProposePlanTool()]
     if req.agents:
         scout = _scout_agent(deps, session, req, credentials) if "scout" in req.agents and req.agents_model else None
         session.background = make_roles(session, session.blackboard, Path(req.workspace).resolve(), list(req.agents),
@@ -94,6 +95,7 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
     from .goals import goal_driver
 
     goal_driver(session, req, agent, lambda r, **kw: build_agent(deps, session, r, credentials, **kw))
+    session.make_critic = lambda route: _critic(deps, session, req, credentials, route)
     from .extensions import attach_extensions
 
     attach_extensions(deps, session, req, agent, prompt_suffix=suffix)
@@ -172,6 +174,28 @@ def _scout_agent(deps: AgentDeps, session: Session, req: p.StartSession, credent
     agent.tools = {name: tool for name, tool in agent.tools.items() if tool.access == "read"}
     session.workers["scout"] = agent  # its own events fold into its history
     return agent
+
+
+def _critic(deps: AgentDeps, session: Session, req: p.StartSession, credentials: dict[str, str], route: Any) -> Any:
+    """The session's critic (``/grill``): the background model (else the session's), read-only
+    tools and ``grill_question`` (its questions go to ``route``); its history is folded
+    from the log so far, so a resumed session's critic goes on where it was."""
+    import msgspec
+    from musec.agents.roles.critic import CRITIC_PROMPT, Critic, GrillQuestionTool
+
+    from .eventlog import iter_events
+
+    critic_req = msgspec.structs.replace(req, model=req.agents_model or req.model,
+                                         budget_usd=req.agents_budget_usd or req.budget_usd)
+    agent = build_agent(deps, session, critic_req, credentials, agent_id="critic", prompt_suffix=CRITIC_PROMPT,
+                        extra_tools=[GrillQuestionTool(route)])
+    agent.tools = {name: tool for name, tool in agent.tools.items() if tool.access == "read"}
+    critic = Critic(session, session.blackboard, Path(req.workspace).resolve(), agent)
+    for ev in iter_events(session.log.path):
+        agent.history.apply(ev)
+        critic.restore(ev)
+    session.workers["critic"] = agent  # its own events fold into its history
+    return critic
 
 
 def sandbox_wrap(req: p.StartSession) -> Any:

@@ -160,7 +160,7 @@ class Connection:
                 path = self.index.log_path(sid)
                 sent = await send_log(self.send_bytes, event_batches(path, msg.id, sid, -1))
                 await self.send(p.LogLines(id=msg.id, session_id=sid, lines=[], log_path=str(path), events=sent))
-            case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.VerifyLog():
+            case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.VerifyLog() | p.ShowPlan():
                 await self.send(await off_loop(self._view, msg))
                 await off_loop(release_memory)  # a view of a large log was as large as it
             case p.ApplyIntegration():
@@ -252,7 +252,7 @@ class Connection:
             case p.UserInput():
                 session.submit(msg.text, msg.client_msg_id)
             case p.ApprovalAnswer():
-                if not session.answer(msg.call_id, msg.decision, self.name):
+                if not session.answer(msg.call_id, msg.decision, self.name, msg.plan_action, msg.text):
                     await self.send(p.Error(id=msg.id, code="already_resolved", message="that approval was already answered"))
                     return
             case p.Interrupt():
@@ -276,7 +276,7 @@ class Connection:
             raise BadRequest(str(exc)) from None
         return p.GoalReply(id=msg.id, session_id=session.id, lines=lines)
 
-    def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog) -> p.DaemonMsg:
+    def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog | p.ShowPlan) -> p.DaemonMsg:
         """The reply of a read-only request: a view of a session rebuilt from its log.
 
         Runs in a worker thread (``off_loop``): it reads live sessions only through the
@@ -295,6 +295,10 @@ class Connection:
                 return projections.list_agents(index, msg.session_id, msg.id)
             case p.ListWorkers():
                 return projections.list_workers(index, msg.session_id, msg.id)
+            case p.ShowPlan():
+                from .plans import plan_report
+
+                return plan_report(index, msg.session_id, msg.id)
             case p.VerifyLog():
                 sid = index.resolve_id(msg.session_id)
                 report = verify(index.log_path(sid))

@@ -76,6 +76,11 @@ class SessionHost:
             raise
         session.agent = agent
         session.record(session_started_event(req, agent, workspace, session))
+        session.base_approval, session.approve_plan, session.grill_next = req.approval, req.approve_plan, req.grill
+        if req.plan:
+            from .plans import start_planning
+
+            start_planning(session, req.task, only=req.plan_only)
         self._tell_of_others(session, workspace)
         self._add(session)
         return session

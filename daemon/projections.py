@@ -22,6 +22,7 @@ from musec.agents.core.events import (
     GoalChecked,
     GoalSet,
     GoalUpdated,
+    GrillRound,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -37,6 +38,9 @@ from musec.agents.core.events import (
     ModelRetry,
     ModelSwitched,
     NetConnection,
+    PlanApproved,
+    PlanProposed,
+    PlanStarted,
     PromptBlocked,
     RateLimited,
     RepoMap,
@@ -87,6 +91,7 @@ class WorkersView:
                   | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
                   | GoalSet() | GoalChecked() | GoalUpdated()):
@@ -190,6 +195,7 @@ class AgentsView:
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
                   | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
                   | GoalSet() | GoalChecked() | GoalUpdated()):
@@ -274,6 +280,7 @@ class CostsView:
                   | ToolStarted() | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
                   | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
                   | GoalSet() | GoalChecked() | GoalUpdated()):
@@ -346,7 +353,8 @@ class Counters:
                   | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged()
                   | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
-                  | Review() | BaselineSnapshot() | KernelEvaluated() | NetConnection() | InstructionsAdded()
+                  | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound() | NetConnection() | InstructionsAdded()
                   | HookContext() | HookRan() | PromptBlocked() | McpServerStarted()
                   | McpServerRestarting() | McpServerFailed()
                   | GoalSet() | GoalChecked() | GoalUpdated()):

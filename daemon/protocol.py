@@ -75,6 +75,11 @@ ErrorCode = Literal[
 """``Error.code``: the condition, by name (each ``DaemonError`` subclass has one; ``too_large``:
 a reply that no frame can carry, named in the message; the connection goes on)."""
 ApplyHow = Literal["fast-forward", "merge", "commit", "up-to-date"]
+PlanAction = Literal["", "approve", "approve_auto", "edit", "fresh", "feedback", "grill"]
+"""An answer to a plan's approval (``ApprovalAnswer.plan_action``): approve it, approve and
+switch to approval mode ``auto``, approve the edited ``text``, approve and start a fresh
+context with the plan alone, keep planning with ``text`` as feedback, or grill it first
+(``/grill``: a critic questions its decisions, then it is proposed again)."""
 
 
 class _Msg(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
@@ -146,6 +151,11 @@ class StartSession(_Msg, tag="start_session"):
 
     ``goal`` sets a goal before the task (which may then be empty): the session works until
     the goal ends (met, impossible, its budget spent) or pauses (stuck).
+    ``plan`` starts the session in plan mode (the task is planned first, read-only, and the
+    plan needs approval); ``plan_only`` (``musec run --plan``) ends the session with the plan
+    as its result; ``approve_plan`` (``--approve-plan``) approves a proposed plan without
+    asking, so a headless run goes on to carry it out. ``grill`` grills the proposed plan
+    (``/grill``) before it is approved or printed.
     """
 
     id: int
@@ -172,6 +182,10 @@ class StartSession(_Msg, tag="start_session"):
     max_wall_s: float = 0.0
     environment: dict[str, str] = {}
     goal: GoalRequest | None = None
+    plan: bool = False
+    plan_only: bool = False
+    approve_plan: bool = False
+    grill: bool = False
 
 
 class ResumeSession(_Msg, tag="resume_session"):
@@ -207,6 +221,7 @@ class ResumeSession(_Msg, tag="resume_session"):
     environment: dict[str, str] = {}  # as StartSession.environment
     model: str = ""  # switch to this model from the next request (``model_switched``); empty keeps it
     max_wall_s: float = 0.0
+    approve_plan: bool = False  # as StartSession.approve_plan: approves a plan waiting for approval
 
 
 class Replay(_Msg, tag="replay"):
@@ -269,6 +284,10 @@ class SwitchModel(_Msg, tag="switch_model"):
 class ApprovalAnswer(_Msg, tag="approval_answer"):
     """An answer to a pending approval: ``decision`` is ``allow``, ``deny`` or ``always``.
 
+    A plan's approval (``tool`` ``propose_plan`` in its ``approval_requested``) may say more
+    with ``plan_action`` (``PlanAction``) and ``text`` (the edited plan, or feedback);
+    without it, ``allow`` approves and ``deny`` keeps planning.
+
     Reply: ``Ok`` when this answer decided, ``Error{already_resolved}`` when another came
     first; every attached client then sees the ``approval_resolved`` event.
     """
@@ -277,6 +296,8 @@ class ApprovalAnswer(_Msg, tag="approval_answer"):
     session_id: str
     call_id: str
     decision: Decision
+    plan_action: PlanAction = ""
+    text: str = ""
 
 
 class Interrupt(_Msg, tag="interrupt"):
@@ -395,6 +416,16 @@ class ReadLog(_Msg, tag="read_log"):
     session_id: str
 
 
+class ShowPlan(_Msg, tag="show_plan"):
+    """A session's plan and its progress (``musec plan ID``; ``session_id`` may be a prefix).
+
+    Reply: ``PlanReport``, or ``Error{session_not_found}``.
+    """
+
+    id: int
+    session_id: str
+
+
 class VerifyLog(_Msg, tag="verify_log"):
     """Check a session log's hash chain.
 
@@ -454,7 +485,7 @@ class GoalCommand(_Msg, tag="goal_command"):
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | SwitchModel | ApprovalAnswer | Interrupt
     | EndSession | ListSessions | ListModels | Cost | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
-    | InspectWorkspace | SetApproval | GoalCommand
+    | InspectWorkspace | SetApproval | GoalCommand | ShowPlan
 )
 
 
@@ -789,10 +820,31 @@ class GoalReply(_Msg, tag="goal_reply"):
     lines: list[str] = []
 
 
+class PlanReport(_Msg, tag="plan_report"):
+    """A session's plan (``ShowPlan``).
+
+    ``status``: ``none`` (no plan), ``planning``, ``proposed`` (waiting for approval) or
+    ``approved``. ``text`` is the latest plan (the approved one once approved), ``sha256``
+    its digest, ``by`` who approved it. Progress since the approval: ``files`` maps each
+    file of its "Files to change" to whether it was edited; ``checks`` each verification
+    command to its last exit status (``None``: not run yet).
+    """
+
+    id: int
+    session_id: str
+    status: str = "none"
+    path: str = ""
+    text: str = ""
+    sha256: str = ""
+    by: str = ""
+    files: dict[str, bool] = {}
+    checks: dict[str, int | None] = {}
+
+
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | EventPart | Delta | Idle | SessionEnded | Resync
     | Sessions | LogLines | VerifyResult | ReplayResult | Models | CostReport | Agents | Workers | Applied | Collected | StatusReply
-    | WorkspaceReport | GoalReply
+    | WorkspaceReport | GoalReply | PlanReport
 )
 
 
@@ -804,6 +856,7 @@ REPLY: dict[type, type] = {
     ApplyIntegration: Applied, ListModels: Models, ListSessions: Sessions, ReadLog: LogLines,
     VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok, InspectWorkspace: WorkspaceReport,
     GoalCommand: GoalReply,
+    ShowPlan: PlanReport,
 }
 
 

@@ -4,6 +4,9 @@ The log is the single source of truth (DESIGN §5): the agent's history is rebui
 folding every logged event, exactly as the live run built it. A ``tool_started`` with no
 answer becomes ``tool_interrupted`` (never re-run silently); a model call without its
 response is simply made again; calls that never started are run.
+
+Why over 500 lines: resuming and replaying share the fold over the whole log and the
+rebuilt agents; the plan's and the goal's parts are in plans.py and goals.py.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from musec.agents.core.events import (
     GoalChecked,
     GoalSet,
     GoalUpdated,
+    GrillRound,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -45,6 +49,9 @@ from musec.agents.core.events import (
     ModelRetry,
     ModelSwitched,
     NetConnection,
+    PlanApproved,
+    PlanProposed,
+    PlanStarted,
     PromptBlocked,
     RateLimited,
     RepoMap,
@@ -68,6 +75,7 @@ from musec.agents.workers.state import FanoutState
 from . import protocol as p
 from .errors import BadRequest, LogCorrupt
 from .eventlog import EventLog, iter_events, read_events
+from .plans import restore_mode
 from .redaction import Refill
 from .session import Session
 
@@ -126,6 +134,7 @@ class ResumeState:
                   | ModelResponse() | ModelSwitched() | ToolResultsCleared() | ModelRetry() | RateLimited()
                   | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
                   | GoalSet() | GoalChecked() | GoalUpdated()):
@@ -195,7 +204,6 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
         session = Session(sid, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
         session.resumed_at_seq = report.events
         from musec.agents.blackboard import Blackboard
-
         session.blackboard = Blackboard() if started.blackboard else None
         current = current_model(path, started.model)
         start = p.StartSession(
@@ -229,6 +237,7 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     interrupted = _answer_cut_calls(session, state, cut, Path(started.workspace))
     if not req.approval and state.approval:  # a switch the person made holds until they pass another
         agent.approval_mode = state.approval
+    restore_mode(session, start.approval, req.approve_plan, approval_given=bool(req.approval or state.approval))
     session.record(SessionResumed(pid=os.getpid(), interrupted_calls=interrupted, approval=agent.approval_mode))
     if req.model:
         _note_switch(deps, agent, current)
@@ -440,11 +449,14 @@ def _tools_for(names: list[str], started: SessionStarted, *, worker: bool) -> li
     (main) or ``agent_spawned`` (``worker``) event: the session's skills for the main agent,
     a kernel campaign's tools (named by ``started``) for every agent of the campaign."""
     from musec.agents.ask_agent import AskAgentTool
+    from musec.agents.plan import ProposePlanTool
+    from musec.agents.roles.critic import GrillQuestionTool
     from musec.agents.skills import Skill, SkillTool
     from musec.agents.tools import default_tools
     from musec.agents.workers.tool import SpawnWorkersTool
 
-    offered = [*default_tools(), SpawnWorkersTool(_no_fanout), AskAgentTool(_no_fanout)]
+    offered = [*default_tools(), SpawnWorkersTool(_no_fanout), ProposePlanTool(), AskAgentTool(_no_fanout),
+               GrillQuestionTool(_no_fanout)]
     if started.kernel_spec:
         from musec.agents.kernel_opt.campaign import Campaign
         from musec.agents.kernel_opt.spec import load_spec

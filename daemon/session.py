@@ -9,7 +9,8 @@ Why over 500 lines: the session's turn loop is one piece (input, turns, the revi
 the goal's rounds, lifecycle hooks, the end); the goal's own logic is in ``daemon/goals.py``
 and ``agents/goal``, and splitting the loop further would scatter one state machine.
 The take-over of a session whose client went away is in ``takeover.py`` (this file holds
-its hooks: ``driven``, ``unattended``, ``end_idle``).
+its hooks: ``driven``, ``unattended``, ``end_idle``). Plan mode's gate is in
+``daemon/plans.py`` and ``daemon/grill.py``.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ class PendingApproval:
     done: anyio.Event = field(default_factory=anyio.Event)
     decision: str = ""
     by: str = ""
+    plan_action: str = ""  # a plan's approval (daemon/plans.py): approve, approve_auto, edit, fresh, feedback, grill
+    text: str = ""  # with plan_action: the edited plan or the feedback; for a grill's question, the answer
 
 
 class Session:
@@ -121,6 +124,9 @@ class Session:
         self.idle_timeout_s = IDLE_TIMEOUT_S  # 0: never end for want of a client
         self.stir = anyio.Event()  # set when clients, status or approvals change (the idle watch)
         self._end_note: tuple[str, str] | None = None  # (exit_reason, message) of an end asked for while idle
+        from .plans import init_session
+
+        init_session(self)  # self.plan and the rest of plan mode's state (daemon/plans.py)
 
     # -- events -------------------------------------------------------------------
 
@@ -146,6 +152,7 @@ class Session:
         for agent in self.background.values():
             agent.notify(event)
         self.counters.apply(event)
+        self.plan.apply(event)
         if persistence(event).to_clients:
             seq = event.seq
             self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)
@@ -267,9 +274,10 @@ class Session:
         return True
 
     def restore(self, event: AnyEvent) -> None:
-        """Fold one event of a log being resumed into the counters and seen message ids."""
+        """Fold one event of a log being resumed into the counters, the plan and seen message ids."""
         self.counters.apply(event)
         self.goal.apply(event)
+        self.plan.apply(event)
 
     async def ask(self, agent_id: str, call: Any, tool: Any) -> tuple[str, str]:
         """Wait for the first client's answer to an approval (the agent loop's ``ask``)."""
@@ -296,12 +304,36 @@ class Session:
                 summary = msgspec.json.encode(call.input).decode()[:120]
                 raise NeedsApproval(f"{call.name}({summary}) [call {call.id}] needs approval")
 
-    def answer(self, call_id: str, decision: str, by: str) -> bool:
-        """Resolve a pending approval; the first answer wins. Returns whether it counted."""
+    async def wait_answer(self, call_id: str, tool: str) -> PendingApproval:
+        """Wait for the first attached client's answer to the approval ``call_id`` (a plan's,
+        a grill's question: ``daemon/plans.py``, ``daemon/grill.py``).
+
+        Raises:
+            NeedsApproval: the clients went away and the session is unattended now.
+        """
+        from musec.agents.loop import NeedsApproval
+
+        while True:
+            pending = PendingApproval(call_id, tool)
+            self.approvals[call_id] = pending
+            self.stir.set()
+            try:
+                await pending.done.wait()
+            finally:
+                self.approvals.pop(call_id, None)
+                self.stir.set()
+            if pending.decision != REDECIDE:
+                return pending
+            if not self.interactive:
+                raise NeedsApproval(f"{tool} [call {call_id}] needs an answer and no client is attached")
+
+    def answer(self, call_id: str, decision: str, by: str, plan_action: str = "", text: str = "") -> bool:
+        """Resolve a pending approval; the first answer wins. Returns whether it counted.
+        ``plan_action`` and ``text`` answer a plan's approval (``daemon/plans.py``)."""
         pending = self.approvals.get(call_id)
         if pending is None or pending.done.is_set():
             return False
-        pending.decision, pending.by = decision, by
+        pending.decision, pending.by, pending.plan_action, pending.text = decision, by, plan_action, text
         pending.done.set()
         return True
 
@@ -309,7 +341,9 @@ class Session:
         """Switch the main agent's approval mode from its next tool call on, logged as
         ``approval_mode_changed`` (a switch to the mode in force changes nothing)."""
         previous = self.agent.approval_mode
-        if mode != previous:
+        if self.plan.planning:  # plan mode holds until the plan is approved; "approve" then gives this mode
+            self.base_approval = mode
+        elif mode != previous:
             self.agent.approval_mode = mode
             self.record(ApprovalModeChanged(approval=mode, previous=previous, by=by))
 
@@ -330,9 +364,11 @@ class Session:
 
     # -- running ------------------------------------------------------------------
 
-    async def _work(self) -> Any:
+    async def _work(self, pending_plan: str | None = None) -> Any:
         """The agent's run, sent back by the reviewer's findings (at most ``MAX_REVIEW_ROUNDS``)."""
-        outcome = await self.agent.run()
+        from .plans import run_agent
+
+        outcome = await run_agent(self, pending_plan)
         reviewer = self.background.get("reviewer")
         rounds = 0
         while reviewer is not None and outcome.exit_reason == "finished" and rounds < MAX_REVIEW_ROUNDS:
@@ -342,18 +378,24 @@ class Session:
             rounds += 1  # sent back: the agent goes on with the findings in its history
             reviewer.record(AgentMessage(to="main", from_="reviewer", priority="high",
                                          body="Before you finish, the review of your changes found:\n" + "\n".join(f"- {f}" for f in findings)))
-            outcome = await self.agent.run()
+            outcome = await run_agent(self)
         return outcome
 
-    async def _turn(self) -> tuple[str, str, str]:
+    async def _turn(self, pending_plan: str | None = None) -> tuple[str, str, str]:
         """Run the agent until it stops (and, with a goal, until the goal ends or pauses);
         return (exit_reason, result, message)."""
         self.status = "running"
         self.stir.set()
         outcome = None
+        pending = [pending_plan]
+
+        async def once() -> Any:  # a plan waiting is settled in the first run only
+            plan, pending[0] = pending[0], None
+            return await self._work(plan)
+
         with anyio.CancelScope() as scope:
             self._turn_scope = scope
-            outcome = await (self.goals.drive(self._work) if self.goals is not None else self._work())
+            outcome = await (self.goals.drive(once) if self.goals is not None else once())
         self._turn_scope = None
         if outcome is None:
             reason, result, message = "interrupted", "", "the turn was interrupted"
@@ -465,6 +507,8 @@ class Session:
         A failed log write (a full disk) pauses the session: nothing more is written and
         the clients are told how to go on.
         """
+        from .plans import builtin
+
         reason, result, message = "interrupted", "", "the daemon stopped"
         paused = False
         try:
@@ -479,8 +523,9 @@ class Session:
                 await self.goals.set(self.initial_goal, by="run")
                 if not first_task:
                     self.kick()
-            if resume_turn:
-                reason, result, message = await self._turn()
+            plan_waits = self.plan.awaiting_approval and (self.interactive or self.approve_plan)
+            if resume_turn or plan_waits:
+                reason, result, message = await self._turn(pending_plan=self.plan.proposed if plan_waits else None)
                 if self.end_when_idle and not first_task:
                     return
             elif not first_task and self.initial_goal is None:
@@ -493,7 +538,10 @@ class Session:
             if first_task:
                 self.submit(first_task)
             async for text, client_msg_id in self._inputs:
-                if text is _KICK:
+                what, text = ("submit", text) if text is _KICK else builtin(self, text)  # /plan, /grill
+                if what != "submit":  # /grill settles a plan now; "idle": nothing to run (told by builtin)
+                    reason, result, message = await self._turn(pending_plan=text) if what == "grill" else ("finished", "", text)
+                elif text is _KICK:
                     reason, result, message = await self._turn()
                 elif self.goals is not None and (arguments := goal_arguments(text)) is not None:
                     reason, result, message = await goal_message(self, arguments)

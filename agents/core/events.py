@@ -59,7 +59,7 @@ __all__ = [
     "HookRan", "InstructionsAdded", "Integration", "IntegrationApplied", "KernelEvaluated", "LogRepaired",
     "McpServerFailed", "McpServerRestarting", "McpServerStarted", "ModelRequest", "ModelResponse", "ModelRetry",
     "ModelSwitched", "ToolResultsCleared",
-    "NetConnection", "Persistence", "PromptBlocked", "RateLimited", "RepoMap", "Review", "SessionEnded",
+    "NetConnection", "Persistence", "PlanApproved", "PlanProposed", "PlanStarted", "GrillRound", "PromptBlocked", "RateLimited", "RepoMap", "Review", "SessionEnded",
     "SessionResumed", "SessionStarted", "SkillLoaded", "TestRun", "ToolFinished", "ToolInterrupted", "ToolStarted",
     "TurnEnded", "UnsetType", "UserMessage", "WorkerFinished", "WorkerSpawned", "decode_event", "event_type",
     "line_fields", "persistence",
@@ -605,6 +605,59 @@ class Review(Event, frozen=True, tag="review"):
     findings: list[str] = []
 
 
+# --- plans: /plan and /grill (issue 14) ---------------------------------------------------
+
+
+class PlanStarted(Event, frozen=True, tag="plan_started"):
+    """The main agent entered plan mode (``/plan``, ``musec run --plan``): read-only until a
+    plan is approved. ``path`` is the plan document; ``only`` (``musec run --plan``): the
+    plan is the run's result and nothing is carried out."""
+
+    task: str = ""
+    path: str = ""
+    only: bool = False
+
+
+class PlanProposed(Event, frozen=True, tag="plan_proposed"):
+    """A plan waits for approval: its ``sha256`` (of the UTF-8 ``text``) and where it is.
+    A grill's amended plan says how many rounds amended it (``grilled``) and how (``note``)."""
+
+    sha256: str
+    text: str = ""
+    path: str = ""
+    grilled: int | UnsetType = UNSET
+    note: str | UnsetType = UNSET
+
+
+class PlanApproved(Event, frozen=True, tag="plan_approved"):
+    """A plan was approved (``by``: a client, or ``--approve-plan``). ``action``: approve,
+    approve_auto, edit (``text`` is the person's edited plan), fresh (the agent starts again
+    from the plan alone); ``approval`` the mode it is carried out in. ``text`` is the
+    approved plan, pinned verbatim through compaction."""
+
+    sha256: str
+    by: str = ""
+    action: str = "approve"
+    approval: str = ""
+    text: str = ""
+
+
+class GrillRound(Event, frozen=True, tag="grill_round"):
+    """One question of a grill (``/grill``; the critic's): a decision of the plan, the
+    critic's recommended answer, and the answer settled (``answered_by``: scout, person,
+    recommended, or none when nothing was settled; ``assumption``: the recommendation was
+    taken because nobody could be asked)."""
+
+    round: int
+    decision: str = ""
+    kind: str = ""
+    question: str = ""
+    recommended: str = ""
+    answer: str = ""
+    answered_by: str = ""
+    assumption: bool = False
+
+
 # --- kernel campaigns -------------------------------------------------------------------
 
 
@@ -703,6 +756,7 @@ AnyEvent = (
     | AgentSpawned | AgentFailed | WorkerSpawned | WorkerFinished | Integration | IntegrationApplied
     | TestRun | BaselineSnapshot | RepoMap | Review | KernelEvaluated
     | GoalSet | GoalChecked | GoalUpdated
+    | PlanStarted | PlanProposed | PlanApproved | GrillRound
 )
 """Every event type the log holds."""
 
@@ -766,7 +820,8 @@ def persistence(event: AnyEvent) -> Persistence:
 
     Write-ahead: what announces a side effect or a wait (a tool starting, an approval
     asked or answered, a connection leaving the sandbox, a worker's worktree, a message
-    another agent acts on, a kernel campaign's evaluation and its kept commit), the
+    another agent acts on, a kernel campaign's evaluation and its kept commit, a plan
+    mode change, a plan waiting for approval or approved, a grill's answer), the
     session's start, resume and end, and what later events build on. Everything else is group-committed (what shapes the conversation without a
     side effect, like a hook's context or a skill's text, is as durable as the model's
     answers: a crash loses it only with the turn it belonged to). Every event reaches the attached clients.
@@ -774,7 +829,8 @@ def persistence(event: AnyEvent) -> Persistence:
     match event:
         case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | UserMessage() | AgentMessage()
               | ModelSwitched() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
-              | WorkerSpawned() | Integration() | IntegrationApplied() | KernelEvaluated() | GoalSet() | GoalUpdated()):
+              | WorkerSpawned() | Integration() | IntegrationApplied() | KernelEvaluated() | GoalSet() | GoalUpdated()
+              | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()):
             return _AHEAD
         case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()
               | ToolFinished() | ToolResultsCleared() | AgentFailed() | WorkerFinished() | TestRun() | BaselineSnapshot() | RepoMap()

@@ -33,6 +33,7 @@ from ..core.events import (
     GoalChecked,
     GoalSet,
     GoalUpdated,
+    GrillRound,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -48,6 +49,9 @@ from ..core.events import (
     ModelRetry,
     ModelSwitched,
     NetConnection,
+    PlanApproved,
+    PlanProposed,
+    PlanStarted,
     PromptBlocked,
     RateLimited,
     RepoMap,
@@ -169,7 +173,8 @@ class GoalState:
                   | HookContext() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
                   | McpServerFailed() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished()
                   | Integration() | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review()
-                  | KernelEvaluated() | ModelSwitched() | ToolResultsCleared() | ApprovalModeChanged()):
+                  | KernelEvaluated() | ModelSwitched() | ToolResultsCleared() | ApprovalModeChanged()
+                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()):
                 pass  # no part of a goal (the clock above counts their time)
             case _:
                 assert_never(event)

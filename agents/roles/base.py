@@ -34,6 +34,7 @@ from ..core.events import (
     GoalChecked,
     GoalSet,
     GoalUpdated,
+    GrillRound,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -49,6 +50,9 @@ from ..core.events import (
     ModelRetry,
     ModelSwitched,
     NetConnection,
+    PlanApproved,
+    PlanProposed,
+    PlanStarted,
     PromptBlocked,
     RateLimited,
     RepoMap,
@@ -138,6 +142,7 @@ class BackgroundAgent:
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
                   | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review() | KernelEvaluated()
+                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
                   | GoalSet() | GoalChecked() | GoalUpdated()):

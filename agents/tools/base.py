@@ -115,6 +115,8 @@ class ToolContext(msgspec.Struct):
             worker thread once the new content is in its temporary file and before the
             rename; it records the intended edit, write-ahead, so that a restart can tell
             whether the write landed (issue 13 case 4). ``None``: nothing is announced.
+        plan_document: while the agent plans, the plan document's absolute path: the one
+            file ``write_file``/``edit_file`` may write (``common.writable_path``).
     """
 
     workspace: Path
@@ -128,6 +130,7 @@ class ToolContext(msgspec.Struct):
     blackboard: Any = None  # agents.blackboard.Blackboard shared by the session's agents
     faults: Faults = NO_FAULTS
     announce_edit: Any = None  # Callable[[FileEdit, Path, Path], None], set by the agent loop per call
+    plan_document: str = ""
 
 
 class ToolInputError(ValueError):

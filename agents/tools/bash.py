@@ -132,6 +132,11 @@ class BashTool:
         policy = ctx.sandbox
         env = scrub_env(ctx.env)
         if policy.mode == "off":
+            if policy.profile == "read-only":
+                raise SandboxUnavailable(
+                    "the workspace is read-only in this mode (planning or --approval read-only), and without a "
+                    "sandbox (--sandbox off) nothing keeps a command from writing; run musec with a sandbox"
+                )
             return [shutil.which("bash", path=env["PATH"]) or "/bin/bash", *command[1:]], env
         if policy.mode == "bwrap":
             bwrap = self._bwrap or find_bwrap()

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
 from .base import ToolContext, ToolInputError, ToolOutput
+from .paths import resolve_tool_path
 
 __all__ = [
     "error_output",
@@ -108,6 +111,30 @@ def refuse_if_read_only(ctx: ToolContext, tool: str) -> None:
         raise ToolInputError(
             f"{tool} is not allowed: the workspace is read-only in this mode; describe the change instead"
         )
+
+
+def writable_path(raw: object, ctx: ToolContext, tool: str) -> Path:
+    """The path a write tool may write, resolved (``paths.resolve_tool_path``).
+
+    While the agent plans (``ctx.plan_document`` set), the plan document is the only
+    file that may be written, whatever the approval layer said; under the ``read-only``
+    profile otherwise, nothing may.
+
+    Raises:
+        ToolInputError: a read-only profile, or another file than the plan document.
+        PathRefused: the path leads outside the allowed roots.
+    """
+    if ctx.plan_document:
+        target = os.path.realpath(ctx.plan_document)
+        given = raw if isinstance(raw, str) else ""
+        if given and os.path.realpath(os.path.join(ctx.workspace, os.path.expanduser(given))) == target:
+            return Path(target)
+        raise ToolInputError(
+            f"{tool} is not allowed while planning: only the plan document {ctx.plan_document} may be written; "
+            "the workspace is read-only until the plan is approved"
+        )
+    refuse_if_read_only(ctx, tool)
+    return resolve_tool_path(raw, ctx)
 
 
 async def run_in_thread(tool: str, fn: Callable[..., ToolOutput], *args: Any) -> ToolOutput:

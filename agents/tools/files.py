@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.conversation import ToolSpec
 from .base import Access, FileEdit, ToolContext, ToolInputError, ToolOutput
-from .common import get_bool, get_int, get_str, refuse_if_read_only, run_in_thread
+from .common import get_bool, get_int, get_str, run_in_thread, writable_path
 from .errors import BinaryFile, FileTooLarge
 from .paths import display_path, resolve_tool_path
 from .textfile import (
@@ -262,8 +262,7 @@ class WriteFileTool:
         return ToolOutput(content=diff)
 
     def _write(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        refuse_if_read_only(ctx, self.name)
-        path = resolve_tool_path(get_str(input, "path"), ctx)
+        path = writable_path(get_str(input, "path"), ctx, self.name)
         content = get_str(input, "content", allow_empty=True)
         name = display_path(path, ctx)
         if path.is_dir():
@@ -336,8 +335,7 @@ class EditFileTool:
         return ToolOutput(content=unified_diff(decoded.text, result.text, name))
 
     def _edit(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        refuse_if_read_only(ctx, self.name)
-        path = resolve_tool_path(get_str(input, "path"), ctx)
+        path = writable_path(get_str(input, "path"), ctx, self.name)
         old = get_str(input, "old_string", allow_empty=True)
         new = get_str(input, "new_string", allow_empty=True)
         replace_all = get_bool(input, "replace_all", default=False)

@@ -20,6 +20,7 @@ from ..core.events import (
     GoalChecked,
     GoalSet,
     GoalUpdated,
+    GrillRound,
     HookContext,
     HookRan,
     InstructionsAdded,
@@ -35,6 +36,9 @@ from ..core.events import (
     ModelRetry,
     ModelSwitched,
     NetConnection,
+    PlanApproved,
+    PlanProposed,
+    PlanStarted,
     PromptBlocked,
     RateLimited,
     RepoMap,
@@ -94,6 +98,7 @@ class FanoutState:
                   | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
                   | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
                   | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
+                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
                   | GoalSet() | GoalChecked() | GoalUpdated()):

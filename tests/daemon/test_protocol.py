@@ -55,6 +55,10 @@ CLIENT_MSGS = [
     p.ResumeSession(id=26, session_id="abc", max_wall_s=30.0),
     p.GoalCommand(id=27, session_id="abc", text='all green --check "pytest -q"'),
     p.GoalCommand(id=28, session_id="abc"),
+    p.StartSession(id=35, workspace="/w", model="m", plan=True, plan_only=True, approve_plan=True),
+    p.ApprovalAnswer(id=36, session_id="abc", call_id="plan-1", decision="allow", plan_action="edit", text="# Plan\n"),
+    p.ResumeSession(id=37, session_id="abc", approve_plan=True),
+    p.ShowPlan(id=38, session_id="ab"),
 ]
 
 DAEMON_MSGS = [
@@ -92,6 +96,8 @@ DAEMON_MSGS = [
                       mcp=[p.McpServerInfo("gh", "stdio", "user", "running", tools=["search"])], warnings=["w"]),
     p.StatusReply(id=12, pid=3, socket="/s", version="1", sessions=["a", "b"], home="/h", log_file="/f"),
     p.GoalReply(id=20, session_id="s", lines=["goal g1: active", "  condition: tests pass"]),
+    p.PlanReport(id=20, session_id="s", status="approved", path="/p.md", text="# Plan\n", sha256="ab", by="client:1",
+                 files={"a.py": True}, checks={"pytest -q": 0, "ruff check .": None}),
 ]
 
 
