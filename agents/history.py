@@ -37,6 +37,11 @@ Events that shape the history (``History.apply`` says what it does with every ty
 The working time since the person's latest message (``wall_s``, for ``--max-wall``) is a
 ``WorkClock`` over the events' ``ts``: it starts at the message, stops at ``TurnEnded``,
 and the daemon's downtime before a ``SessionResumed`` does not count.
+- ``CompactionStarted``: a compaction is under way (``pending``); ``CompactionFinished``:
+  the new start of the conversation: the history becomes ``head`` as one user message,
+  then the messages from ``keep_from`` on (``agents/compaction.py``). The person's
+  messages, subdirectory AGENTS.md files and loaded skills are ``pinned``: a compaction
+  puts them into its head verbatim. ``ContextCut`` only reports.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import msgspec
 
 from .budget import clear_results
 from .clock import WorkClock
+from .compaction import Pinned, PinnedKind
 from .context import ContextMeter, block_chars
 from .core.conversation import Message, TextBlock, ToolCallBlock, ToolResultBlock, Usage
 from .core.events import (
@@ -59,6 +65,9 @@ from .core.events import (
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
+    CompactionFinished,
+    CompactionStarted,
+    ContextCut,
     FileEdited,
     FileEditStarted,
     GoalChecked,
@@ -125,6 +134,10 @@ class History:
         messages: roles alternate, starting with ``user``.
         turns_since_user: model responses since the latest person's message.
         turns: model responses in all.
+        pinned: the texts a compaction keeps verbatim, with the message each is in.
+        message_seqs: per message, the ``seq`` of the last event folded into it.
+        pending: the ``CompactionStarted`` of a compaction without its result.
+        compactions: compactions applied; ``last_compaction`` the latest's event.
     """
 
     def __init__(self, agent: str = "main") -> None:
@@ -135,7 +148,7 @@ class History:
         self.tokens_in = 0
         self.tokens_out = 0
         self.cost_usd = 0.0
-        self._held: list[TextBlock] = []  # agent messages waiting for the turn boundary
+        self._held: list[tuple[TextBlock, PinnedKind | None]] = []  # waiting for the turn boundary
         self.instructions_loaded: set[str] = set()  # AGENTS.md files added by instructions_added
         self.context = ContextMeter()  # how full the context is (agents/context.py)
         self.cleared: set[str] = set()  # call ids whose results were cleared (tool_results_cleared)
@@ -145,11 +158,18 @@ class History:
         # The log's redaction of a text (set for a live agent by the daemon): a result is
         # marked with the digest of what the log stores of it, as replay marks it.
         self.stored: Callable[[str], str] | None = None
+        self.pinned: list[Pinned] = []
+        self.message_seqs: list[int] = []
+        self.pending: CompactionStarted | None = None
+        self.compactions = 0
+        self.last_compaction: CompactionFinished | None = None
+        self._seq = -1
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event into the history (events of other agents are ignored, except a
         message addressed to this one)."""
         self.clock.tick(event)
+        self._seq = event.seq
         match event:
             case AgentMessage():
                 if event.to != self.agent:
@@ -157,17 +177,21 @@ class History:
                 text = f"[message from agent {event.from_}, priority {event.priority}]\n{event.body}"
                 # Delivered at the next turn boundary: after every result of the calls in
                 # flight (tool results must come first in their message), else at once.
-                self._held.append(TextBlock(text))
+                self._held.append((TextBlock(text), None))
                 self._release_held()
             case InstructionsAdded() | HookContext() | SkillLoaded():
                 if event.agent == self.agent:
+                    pin: PinnedKind | None = None
                     if isinstance(event, InstructionsAdded):
                         self.instructions_loaded.add(event.path)
-                    self._held.append(TextBlock(event.text))
+                        pin = "instructions"
+                    elif isinstance(event, SkillLoaded):
+                        pin = "skill"
+                    self._held.append((TextBlock(event.text), pin))
                     self._release_held()
             case UserMessage():
                 if event.agent == self.agent:
-                    self._user_block(TextBlock(event.text))
+                    self._user_block(TextBlock(event.text), "person")
                     self.turns_since_user = 0
                     self.clock.start(event.ts, afresh=True)
             case TurnEnded():
@@ -188,10 +212,19 @@ class History:
             case GoalSet() | GoalChecked() | GoalUpdated():
                 if event.agent == self.agent:
                     self._goal(event)
+            case CompactionStarted():
+                if event.agent == self.agent:
+                    self.pending = event
+            case CompactionFinished():
+                if event.agent == self.agent:
+                    self._compacted(event.keep_from, event.head)
+                    self.last_compaction = event
+                    self.cost_usd += float(event.cost_usd)
             case ModelResponse():
                 if event.agent == self.agent:
                     self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
                     self.messages.append(Message("assistant", list(event.content)))
+                    self.message_seqs.append(self._seq)
                     self.turns += 1
                     self.turns_since_user += 1
                     self.tokens_in += int(event.usage.get("input_tokens", 0))
@@ -219,7 +252,7 @@ class History:
                   | FileEditStarted() | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated() | PlanProposed() | GrillRound()
                   | NetConnection() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
-                  | McpServerFailed()):
+                  | McpServerFailed() | ContextCut()):
                 pass  # no part of the conversation
             case _:
                 assert_never(event)
@@ -231,7 +264,8 @@ class History:
             self.goal_condition = event.condition
         text = goal_instruction(event, self.goal_condition)
         if text:
-            self._held.append(TextBlock(text))
+            # the goal the person set survives compaction verbatim; a judgment does not need to
+            self._held.append((TextBlock(text), "instructions" if isinstance(event, GoalSet) else None))
             self._release_held()
             self.turns_since_user = 0
             self.clock.start(event.ts, afresh=True)
@@ -244,26 +278,44 @@ class History:
         """Plan mode's instructions when it starts; the approved plan, as a person's word, when
         it ends (a fresh start keeps nothing else)."""
         if isinstance(event, PlanStarted):
-            self._held.append(TextBlock(planning_message(event)))
+            self._held.append((TextBlock(planning_message(event)), None))
             self._release_held()
             return
         if event.action == "fresh":
-            self.messages, self._held = [], []
-        self._user_block(TextBlock(approved_message(event)))
+            self.messages, self._held, self.message_seqs, self.pinned = [], [], [], []
+        self._user_block(TextBlock(approved_message(event)), "instructions")  # the approved plan survives compaction
         self.turns_since_user = 0
 
     def _release_held(self) -> None:
         if self._held and not self.unanswered_calls():
             held, self._held = self._held, []
-            for block in held:
-                self._user_block(block)
+            for block, pin in held:
+                self._user_block(block, pin)
 
-    def _user_block(self, block: TextBlock | ToolResultBlock) -> None:
+    def _user_block(self, block: TextBlock | ToolResultBlock, pin: PinnedKind | None = None) -> None:
         if self.messages and self.messages[-1].role == "user":
             last = self.messages[-1]
             self.messages[-1] = Message("user", [*last.content, block])
+            self.message_seqs[-1] = self._seq
         else:
             self.messages.append(Message("user", [block]))
+            self.message_seqs.append(self._seq)
+        if pin is not None and isinstance(block, TextBlock):
+            self.pinned.append(Pinned(pin, block.text, len(self.messages) - 1))
+
+    def _compacted(self, keep_from: int, head: str) -> None:
+        """The history starts again: ``head``, then the messages from ``keep_from`` on.
+        A new list (replay's ``PrefixDigest`` sees the history was replaced, not appended to)."""
+        keep_from = min(max(keep_from, 0), len(self.messages))
+        self.messages = [Message("user", [TextBlock(head)]), *self.messages[keep_from:]]
+        self.message_seqs = [self._seq, *self.message_seqs[keep_from:]]
+        self.pinned = [p._replace(index=0 if p.index < keep_from else p.index - keep_from + 1) for p in self.pinned]
+        self.pending = None
+        self.compactions += 1
+
+    def pinned_before(self, keep_from: int) -> list[Pinned]:
+        """The pinned texts of the messages before ``keep_from``, oldest first."""
+        return [p for p in self.pinned if p.index < keep_from]
 
     def unanswered_calls(self) -> list[ToolCallBlock]:
         """Tool calls of the last assistant message that have no result yet, in order."""

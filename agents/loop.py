@@ -24,10 +24,18 @@ import anyio
 import msgspec
 
 from .budget import ContextConfig, clearable_calls, fit_to_budget, over_budget
+from .compacting import compact
+from .compaction import CompactionPolicy, ContextGauge
 from .context import ContextUse, over, prompt_tokens
 from .core import events as ev
 from .core.conversation import ModelRequest, ToolCallBlock, ToolResultBlock, Usage, request_digest
-from .core.errors import AgentError, ProviderError, ProviderOverloaded, ProviderUnreachable
+from .core.errors import (
+    AgentError,
+    ContextOverflow,
+    ProviderError,
+    ProviderOverloaded,
+    ProviderUnreachable,
+)
 from .core.faults import NO_FAULTS, Faults
 from .history import History
 from .modelswitch import convert_history
@@ -114,6 +122,12 @@ class Agent:
         window_tokens: the model's context window (the catalog's), ``None`` when unknown.
         max_wall_s: stop before a model call once the agent has worked this many seconds
             since the person's latest message (``History.wall_s``; 0: no limit).
+
+    Attributes:
+        compaction: when this agent compacts (the daemon sets it from the catalog).
+        summarizer: the provider that writes its summaries (``None``: its own).
+        gauge: per-message token estimates for choosing what a compaction keeps
+            (``compaction.ContextGauge``); ``context_use()`` decides when.
     """
 
     def __init__(
@@ -176,6 +190,11 @@ class Agent:
         # of the request as its redacted log rebuilds it, so replay checks it exactly.
         self.stored_request: Callable[[ModelRequest], ModelRequest] | None = None
         self._plan_proposed = False  # propose_plan succeeded in the calls being run
+        self.compaction = CompactionPolicy()
+        self.summarizer: Provider | None = None
+        self.summary_cost_of: Callable[[Any], float] | None = None
+        self.gauge = ContextGauge()
+        self._compact_focus: str | None = None  # a manual compaction asked for, done before the next call
 
     def record(self, event: ev.AnyEvent) -> ev.AnyEvent:
         """Record an event of this agent; the session folds it into every agent's history."""
@@ -235,6 +254,7 @@ class Agent:
 
     async def run(self) -> Outcome:
         """Run until the model stops, a limit is hit, or an approval cannot be had."""
+        overflowed: ContextOverflow | None = None  # the last call's overflow, compacted for once
         while True:
             pending = self.history.unanswered_calls()
             if pending:
@@ -256,7 +276,12 @@ class Agent:
             if stop is not None:
                 return stop
             self._clear_old_results()
-            request = self.build_request()
+            try:
+                request = await self._compact_if_due(overflowed)
+            except (ProviderUnreachable, ProviderOverloaded) as exc:
+                return Outcome("provider_unreachable", message=f"compacting the history failed: {exc}")
+            except (ProviderError, AgentError) as exc:
+                return Outcome("error", message=f"compacting the history failed: {exc}")
             use, chars = self._measure()
             self.record(ev.ModelRequest(
                 provider=self.provider.name, model=self.provider.model,
@@ -268,10 +293,18 @@ class Agent:
             started = time.monotonic()
             try:
                 response = await self.provider.complete(request, self._delta)
+            except ContextOverflow as exc:
+                if overflowed is not None:  # one compaction and one retry: never a loop
+                    return Outcome("error", message=f"{exc}; the request is still over the window after compacting "
+                                   "once; start a new session or use a model with a larger window")
+                overflowed = exc
+                continue
             except (ProviderUnreachable, ProviderOverloaded) as exc:
                 return Outcome("provider_unreachable", message=str(exc))
             except (ProviderError, AgentError) as exc:
                 return Outcome("error", message=str(exc))
+            overflowed = None
+            self.gauge.observe(request, response.usage)
             self.record(ev.ModelResponse(
                 content=list(response.content),
                 stop_reason=response.stop_reason,
@@ -314,6 +347,46 @@ class Agent:
             blob = self.history.result_blobs.get(call_id) or self._store_blob(results[call_id].content.encode("utf-8", "surrogateescape"))
             where[call_id] = str(self.ctx.blob_dir / blob[:2] / blob[2:]) if self.ctx.blob_dir else f"blob {blob}"
         self.record(ev.ToolResultsCleared(where=where, tokens_before=self.context_use().tokens))
+
+    def request_compaction(self, focus: str = "") -> None:
+        """Compact before the next model call (``/compact [focus]``, ``musec compact``)."""
+        self._compact_focus = focus
+
+    async def compact_now(self, focus: str = "") -> bool:
+        """Compact at once (the agent is idle); ``False`` when there was nothing to summarise."""
+        self._compact_focus = None
+        return await compact(self, reason="manual", focus=focus)
+
+    async def _compact_if_due(self, overflow: ContextOverflow | None) -> ModelRequest:
+        """The next request, after compacting the history when it is due: an overflow
+        error just now, a compaction asked for, one a crash cut off, or a request over
+        ``compact_at`` of the window (``context_use``, after old tool results were
+        cleared: the cheaper step first). A resumed session over its window, or one
+        switched to a model with a smaller one, compacts here before its next request."""
+        request = self.build_request()
+        pending = self.history.pending
+        if overflow is not None:
+            reason, focus = "overflow", ""
+            if overflow.limit and (self.window_tokens or overflow.limit + 1) > overflow.limit:
+                # the provider said its window: hold to it from now on (the catalog's was unknown or larger)
+                self.window_tokens = overflow.limit
+        elif self._compact_focus is not None:
+            reason, focus = "manual", self._compact_focus
+        elif pending is not None:
+            reason, focus = pending.reason or "threshold", pending.focus
+        elif over(self.context_use(), self.compaction.compact_at):
+            reason, focus = "threshold", ""
+        else:
+            return request
+        self._compact_focus = None
+        if await compact(self, reason=reason, focus=focus, overflow=overflow):
+            request = self.build_request()
+        return request
+
+    def summary_cost(self, usage: Any) -> float:
+        """Dollars of a summarising call's usage (its model's list price)."""
+        cost_of = self.summary_cost_of if self.summarizer is not None else self.cost_of
+        return cost_of(usage) if cost_of else 0.0
 
     async def _delta(self, delta: TextDelta) -> None:
         self.faults.crash_at("mid_model_stream")

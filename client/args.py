@@ -102,6 +102,12 @@ def _cost(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--json", action="store_true")
 
 
+def _compact(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("session_id")
+    sp.add_argument("focus", nargs="?", default="", help="what the summary should keep in mind")
+    sp.add_argument("--json", action="store_true")
+
+
 def _apply(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("session_id")
 
@@ -160,6 +166,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "plan": ("a session's plan, its state and its progress", _session_id_json),
     "agents": ("a session's agents: role, state, last activity, tokens, cost", _session_id_json),
     "workers": ("a session's fan-out workers: branch, state, commits, tokens, cost", _session_id_json),
+    "compact": ("compact a session's context now: summarise its older turns, keep its recent ones", _compact),
     "apply": ("bring a session's integrated fan-out result onto your branch (git merge)", _apply),
     "models": ("the model catalog: ids, aliases, context, prices", _json_only),
     "doctor": ("check the sandbox, socket, credentials, git and GPU", _none),

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan", "cmd_plan"),
     "agents": ("views", "cmd_agents"),
     "workers": ("views", "cmd_workers"),
+    "compact": ("views", "cmd_compact"),
     "models": ("views", "cmd_models"),
     "attach": ("attach", "cmd_attach"),
     "resume": ("interactive", "cmd_resume"),

@@ -226,7 +226,7 @@ class Connection:
                     raise ProtocolMismatch("the daemon sent a second Hello; restart it with `musec daemon stop`")
                 case (p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
                       | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply()
-                      | p.WorkspaceReport() | p.GoalReply() | p.PlanReport()):
+                      | p.WorkspaceReport() | p.GoalReply() | p.PlanReport() | p.Compacted()):
                     if reply.id != msg.id:
                         continue
                     if not isinstance(reply, expected):

@@ -24,7 +24,7 @@ BUILTIN = {
     "/cost": "tokens and dollars so far, per agent and model",
     "/agents": "the session's agents and their state",
     "/workers": "the session's fan-out workers",
-    "/compact": "compact the context now",
+    "/compact": "compact the context now: /compact [what the summary should focus on]",
     "/clear": "end this session and start a new one",
     "/optimize": "/optimize SPEC: end this session and start a kernel-optimisation campaign here (cpu-example, kda, mla-decode, or a kernel-task.toml)",
     "/resume": "switch to another session (a picker), or /resume ID",
@@ -96,8 +96,9 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
         if reply.integration:
             out(f"  integration: {reply.integration}")
     elif name == "/compact":
-        out("  /compact is not available in the interactive client yet; the context is compacted "
-            "by the daemon when it fills")
+        from .views import compact_text
+
+        out(compact_text(conn.request(p.Compact(id=conn.next_id(), session_id=sid, focus=arg), timeout_s=900)))
     elif name == "/clear":
         return Outcome("clear")
     elif name == "/optimize":

@@ -1,6 +1,7 @@
 """The read-only views: ``musec sessions``, ``log``, ``replay``, ``cost``, ``agents``,
 ``workers`` and ``models``. Each asks the daemon one question and prints the answer as a
-table or (``--json``) as JSON; everything printed goes through ``output``."""
+table or (``--json``) as JSON; everything printed goes through ``output``. Also
+``musec compact``, which asks one question too (its answer changes the session's context)."""
 
 from __future__ import annotations
 
@@ -151,6 +152,30 @@ def cmd_workers(args: argparse.Namespace) -> Exit:
     if r.integration:
         out(f"integration {r.integration}")
     return OK
+
+
+def cmd_compact(args: argparse.Namespace) -> Exit:
+    """``musec compact ID [FOCUS]``: compact a session's context now."""
+    from .requests import credentials
+
+    conn = connect()
+    r = conn.request(p.Compact(id=conn.next_id(), session_id=args.session_id, focus=args.focus,
+                               credentials=credentials()), timeout_s=900)
+    if args.json:
+        out_json({"session_id": r.session_id, "done": r.done, "tokens_before": r.tokens_before,
+                  "tokens_after": r.tokens_after, "message": r.message})
+    elif r.done:
+        out(f"compacted session {r.session_id}: about {r.tokens_before} tokens to {r.tokens_after}")
+    else:
+        out(f"session {r.session_id}: {r.message}")
+    return OK
+
+
+def compact_text(r: p.Compacted) -> str:
+    """One line for a ``Compacted`` reply (the interactive ``/compact``)."""
+    if r.done:
+        return f"  compacted: about {r.tokens_before} tokens to {r.tokens_after}"
+    return f"  {r.message}"
 
 
 def cmd_agents(args: argparse.Namespace) -> Exit:

@@ -282,6 +282,7 @@ def build_agent(
     agent.durable = session.durable  # tool starts are fsynced off the loop, in group commits
     agent.stored_request = session.log.redact.struct  # digests and tags of what the log keeps (issue 13 case 1)
     agent.history.stored = session.log.redact.text
+    _set_compaction(agent, entry, deps, session, credentials, agent_id, workspace)
     return agent
 
 
@@ -346,6 +347,26 @@ def _context_config(deps: AgentDeps) -> Any:
         return load_user_config(deps.paths.config).context
     except ConfigError as exc:
         raise BadRequest(str(exc)) from exc
+
+
+def _set_compaction(agent: Agent, entry: Any, deps: AgentDeps, session: Session,
+                    credentials: dict[str, str], agent_id: str, workspace: Path) -> None:
+    """The agent's compaction policy from its model's catalog entry (``compact_at``; the
+    window is the agent's ``window_tokens``) and, with ``compact_model``, the provider that
+    writes its summaries.
+
+    Raises:
+        BadRequest: ``compact_model`` names a model that cannot be used.
+    """
+    from musec.agents.compaction import DEFAULT_COMPACT_AT, CompactionPolicy
+
+    agent.compaction = CompactionPolicy(compact_at=entry.compact_at or DEFAULT_COMPACT_AT)
+    if entry.compact_model:
+        try:
+            summarizer_entry, agent.summarizer = _provider(deps, session, entry.compact_model, credentials, agent_id, workspace)
+        except BadRequest as exc:
+            raise BadRequest(f"compact_model of {entry.id}: {exc}") from exc
+        agent.summary_cost_of = summarizer_entry.cost_usd
 
 
 def net_proxy_socket(session: Any, policy: Any) -> str:

@@ -38,6 +38,7 @@ from typing import Protocol
 import msgspec
 from musec.agents.core.events import (
     AnyEvent,
+    CompactionFinished,
     Durability,
     ToolFinished,
     decode_event,
@@ -187,9 +188,11 @@ class EventLog:
         line, h = self.encode(event)
         data = line + b"\n"
         size = os.lseek(self._fd, 0, os.SEEK_END)
-        if self.faults is not None and isinstance(event, ToolFinished) and self.faults.armed("mid_append"):
+        torn = "mid_append" if isinstance(event, ToolFinished) else (
+            "mid_compaction_append" if isinstance(event, CompactionFinished) else None)
+        if torn is not None and self.faults is not None and self.faults.armed(torn):
             os.write(self._fd, data[: len(data) // 2])
-            self.faults.crash_at("mid_append")
+            self.faults.crash_at(torn)
         try:
             written = os.write(self._fd, data)
             if written != len(data):

@@ -175,6 +175,8 @@ class Connection:
                 elif reply.how != "up-to-date":  # the person's branch changed: an ended session's log says so too
                     await off_loop(append_to_ended, self.index.log_path(reply.session_id), applied)
                 await self.send(reply)
+            case p.Compact():
+                await self.send(await self._compact(msg))
             case p.CollectSessions():
                 from .collect import collect
 
@@ -275,6 +277,21 @@ class Connection:
         except GoalUsageError as exc:
             raise BadRequest(str(exc)) from None
         return p.GoalReply(id=msg.id, session_id=session.id, lines=lines)
+
+    async def _compact(self, msg: p.Compact) -> p.Compacted:
+        """Compact a live session, or resume one that is not live just for that."""
+        sid = self.index.resolve_id(msg.session_id)
+        session = self.host.sessions.get(sid)
+        if session is None:
+            session, _, _ = self.host.resume_session(p.ResumeSession(
+                id=msg.id, session_id=sid, credentials=msg.credentials, end_when_idle=True))
+            session.compact_first = msg.focus
+            self.host.launch(session, "")
+            await session.ended.wait()
+            done, before, after, message = session.compacted or (False, 0, 0, "the session ended before compacting")
+        else:
+            done, before, after, message = await session.compact(msg.focus)
+        return p.Compacted(id=msg.id, session_id=sid, done=done, tokens_before=before, tokens_after=after, message=message)
 
     def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog | p.ShowPlan) -> p.DaemonMsg:
         """The reply of a read-only request: a view of a session rebuilt from its log.

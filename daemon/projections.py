@@ -17,6 +17,9 @@ from musec.agents.core.events import (
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
+    CompactionFinished,
+    CompactionStarted,
+    ContextCut,
     FileEdited,
     FileEditStarted,
     GoalChecked,
@@ -79,7 +82,7 @@ class WorkersView:
         """Fold one event."""
         self.fanout.apply(event)
         match event:
-            case ModelResponse():
+            case ModelResponse() | CompactionFinished():  # a summarising call is a model call too
                 if event.agent.startswith("worker:"):
                     u = self.usage.setdefault(event.agent.removeprefix("worker:"), [0, 0, 0.0])
                     u[0] += int(event.usage.get("input_tokens", 0))
@@ -94,7 +97,8 @@ class WorkersView:
                   | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()):
+                  | GoalSet() | GoalChecked() | GoalUpdated()
+                  | CompactionStarted() | ContextCut()):
                 pass
             case _:
                 assert_never(event)
@@ -178,11 +182,12 @@ class AgentsView:
             case ModelSwitched():
                 info.model = event.model
                 _context_of(info, event)
-            case ModelResponse():
+            case ModelResponse() | CompactionFinished():
                 info.tokens_in += int(event.usage.get("input_tokens", 0))
                 info.tokens_out += int(event.usage.get("output_tokens", 0))
                 info.cost += float(event.cost_usd)
-                _context_of(info, event)
+                if isinstance(event, ModelResponse):
+                    _context_of(info, event)
             case WorkerFinished():
                 worker = self.seen.setdefault(f"worker:{event.worker}", AgentActivity(**vars(info)))
                 worker.state = event.exit_reason
@@ -198,7 +203,8 @@ class AgentsView:
                   | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()):
+                  | GoalSet() | GoalChecked() | GoalUpdated()
+                  | CompactionStarted() | ContextCut()):
                 pass
             case _:
                 assert_never(event)
@@ -264,7 +270,7 @@ class CostsView:
         match event:
             case ModelRetry():
                 self.retries += 1
-            case ModelResponse():
+            case ModelResponse() | CompactionFinished():  # a summarising call is charged like any call
                 row = self.rows.setdefault((event.agent, event.model),
                                            {"calls": 0, "in": 0, "out": 0, "cr": 0, "cw": 0, "usd": 0.0})
                 usage = event.usage
@@ -283,7 +289,8 @@ class CostsView:
                   | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()):
+                  | GoalSet() | GoalChecked() | GoalUpdated()
+                  | CompactionStarted() | ContextCut()):
                 pass
             case _:
                 assert_never(event)
@@ -335,8 +342,9 @@ class Counters:
     def apply(self, event: AnyEvent) -> None:
         """Fold one event into the totals."""
         match event:
-            case ModelResponse():
-                self.turns += 1
+            case ModelResponse() | CompactionFinished():
+                if isinstance(event, ModelResponse):
+                    self.turns += 1  # a summarising call is no turn, but its tokens and cost count
                 self.cost_usd += float(event.cost_usd)
                 for k, v in event.usage.items():
                     if isinstance(v, int):
@@ -357,7 +365,8 @@ class Counters:
                   | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound() | NetConnection() | InstructionsAdded()
                   | HookContext() | HookRan() | PromptBlocked() | McpServerStarted()
                   | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()):
+                  | GoalSet() | GoalChecked() | GoalUpdated()
+                  | CompactionStarted() | ContextCut()):
                 pass
             case _:
                 assert_never(event)

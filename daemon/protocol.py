@@ -332,6 +332,23 @@ class SetApproval(_Msg, tag="set_approval"):
     approval: str
 
 
+class Compact(_Msg, tag="compact"):
+    """Compact a session's context now (``musec compact ID [FOCUS]``, ``/compact [focus]``):
+    its older turns are summarised (with ``focus`` in mind) and its recent ones kept.
+
+    A live session that is idle compacts at once; one in a turn compacts before its next
+    model call; one that is not live is resumed for it, headless, and ends again.
+    ``credentials`` are for the summarising call of a session that is not live.
+
+    Reply: ``Compacted``, or ``Error{session_not_found}``.
+    """
+
+    id: int
+    session_id: str
+    focus: str = ""
+    credentials: dict[str, str] = {}
+
+
 class CollectSessions(_Msg, tag="collect_sessions"):
     """Remove ended sessions older than ``older_than_s`` with their blobs (never a live one).
 
@@ -485,7 +502,7 @@ class GoalCommand(_Msg, tag="goal_command"):
 ClientMsg = (
     Hello | StartSession | ResumeSession | Replay | Attach | UserInput | SwitchModel | ApprovalAnswer | Interrupt
     | EndSession | ListSessions | ListModels | Cost | ListAgents | ListWorkers | ApplyIntegration | CollectSessions | ReadLog | VerifyLog | Status | Shutdown
-    | InspectWorkspace | SetApproval | GoalCommand | ShowPlan
+    | InspectWorkspace | SetApproval | GoalCommand | ShowPlan | Compact
 )
 
 
@@ -504,6 +521,20 @@ class Ok(_Msg, tag="ok"):
     """A request succeeded with nothing more to say."""
 
     id: int
+
+
+class Compacted(_Msg, tag="compacted"):
+    """The answer to ``Compact``: ``done`` when the context was compacted now (its
+    estimated size before and after, in tokens); otherwise ``message`` says why not (the
+    session is in a turn and compacts before its next model call; nothing to summarise;
+    the summarising call failed)."""
+
+    id: int
+    session_id: str
+    done: bool = False
+    tokens_before: int = 0
+    tokens_after: int = 0
+    message: str = ""
 
 
 class SessionStarted(_Msg, tag="session_started"):
@@ -844,7 +875,7 @@ class PlanReport(_Msg, tag="plan_report"):
 DaemonMsg = (
     Hello | Error | Ok | SessionStarted | Event | EventPart | Delta | Idle | SessionEnded | Resync
     | Sessions | LogLines | VerifyResult | ReplayResult | Models | CostReport | Agents | Workers | Applied | Collected | StatusReply
-    | WorkspaceReport | GoalReply | PlanReport
+    | WorkspaceReport | GoalReply | PlanReport | Compacted
 )
 
 
@@ -857,6 +888,7 @@ REPLY: dict[type, type] = {
     VerifyLog: VerifyResult, Status: StatusReply, Shutdown: Ok, InspectWorkspace: WorkspaceReport,
     GoalCommand: GoalReply,
     ShowPlan: PlanReport,
+    Compact: Compacted,
 }
 
 

@@ -28,6 +28,9 @@ from musec.agents.core.events import (
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
+    CompactionFinished,
+    CompactionStarted,
+    ContextCut,
     FileEdited,
     FileEditStarted,
     GoalChecked,
@@ -137,7 +140,8 @@ class ResumeState:
                   | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()):
+                  | GoalSet() | GoalChecked() | GoalUpdated()
+                  | CompactionStarted() | CompactionFinished() | ContextCut()):
                 pass
             case _:
                 assert_never(event)

@@ -127,6 +127,9 @@ class Session:
         from .plans import init_session
 
         init_session(self)  # self.plan and the rest of plan mode's state (daemon/plans.py)
+        self._agent_lock = anyio.Lock()  # a turn or a manual compaction: one at a time on the main agent
+        self.compact_first: str | None = None  # ``musec compact`` of a session that was not live: its focus
+        self.compacted: tuple[bool, int, int, str] | None = None  # what that compaction did
 
     # -- events -------------------------------------------------------------------
 
@@ -381,9 +384,35 @@ class Session:
             outcome = await run_agent(self)
         return outcome
 
+    async def compact(self, focus: str = "") -> tuple[bool, int, int, str]:
+        """Compact the main agent's context (``/compact``, ``musec compact``): at once when
+        no turn is running, else before the turn's next model call.
+
+        Returns:
+            ``(done, tokens_before, tokens_after, message)``; ``message`` says why not done.
+        """
+        from musec.agents.core.errors import AgentError
+
+        if self._agent_lock.locked():
+            self.agent.request_compaction(focus)
+            return False, 0, 0, "the session is in a turn: it compacts before its next model call"
+        async with self._agent_lock:
+            try:
+                done = await self.agent.compact_now(focus)
+            except AgentError as exc:
+                return False, 0, 0, f"compacting failed: {exc}"
+        last = self.agent.history.last_compaction
+        if not done or last is None:
+            return False, 0, 0, "nothing to compact yet: the conversation is as short as it gets"
+        return True, last.tokens_before, last.tokens_after, ""
+
     async def _turn(self, pending_plan: str | None = None) -> tuple[str, str, str]:
         """Run the agent until it stops (and, with a goal, until the goal ends or pauses);
-        return (exit_reason, result, message)."""
+        return (exit_reason, result, message). One at a time with a manual compaction."""
+        async with self._agent_lock:
+            return await self._turn_locked(pending_plan)
+
+    async def _turn_locked(self, pending_plan: str | None) -> tuple[str, str, str]:
         self.status = "running"
         self.stir.set()
         outcome = None
@@ -519,6 +548,10 @@ class Session:
                 spawned, finished = self.resume_fanout
                 self.resume_fanout = None
                 await self.fanout.resume_from_log(spawned, finished)
+            if self.compact_first is not None:
+                self.compacted = await self.compact(self.compact_first)
+                reason, message = "finished", self.compacted[3]
+                return
             if self.initial_goal is not None:
                 await self.goals.set(self.initial_goal, by="run")
                 if not first_task:

@@ -54,7 +54,7 @@ from .conversation import Block
 
 __all__ = [
     "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalModeChanged", "ApprovalRequested", "ApprovalResolved",
-    "BaselineSnapshot", "Conflict", "ConflictFile", "Durability", "EVENT_TYPES", "Event", "FileEditStarted", "FileEdited", "GoalChecked",
+    "BaselineSnapshot", "CompactionFinished", "CompactionStarted", "Conflict", "ConflictFile", "ContextCut", "Durability", "EVENT_TYPES", "Event", "FileEditStarted", "FileEdited", "GoalChecked",
     "GoalSet", "GoalUpdated", "HookContext",
     "HookRan", "InstructionsAdded", "Integration", "IntegrationApplied", "KernelEvaluated", "LogRepaired",
     "McpServerFailed", "McpServerRestarting", "McpServerStarted", "ModelRequest", "ModelResponse", "ModelRetry",
@@ -476,6 +476,63 @@ class McpServerFailed(Event, frozen=True, tag="mcp_server_failed"):
     error: str = ""
 
 
+# --- compaction (issue 12) --------------------------------------------------------------
+
+
+class CompactionStarted(Event, frozen=True, tag="compaction_started"):
+    """An agent is about to summarise the older part of its history (``agents/compaction.py``).
+
+    ``reason``: ``threshold`` (a request would pass ``compact_at`` of the window),
+    ``overflow`` (the provider said the request is over the window), ``manual`` (``/compact``,
+    ``musec compact``). The kept part will begin at message ``keep_from``; ``tokens_before``
+    is the estimated size of the request it replaces, ``window_tokens`` the window it must
+    fit, ``model`` the summarising model. Without its ``compaction_finished`` (a crash), the
+    compaction is done again.
+    """
+
+    reason: str = ""
+    focus: str = ""
+    keep_from: int = 0
+    tokens_before: int = 0
+    window_tokens: int = 0
+    model: str = ""
+
+
+class CompactionFinished(Event, frozen=True, tag="compaction_finished"):
+    """The new start of an agent's conversation: its history becomes one user message,
+    ``head`` (the person's messages and pinned instructions verbatim, then ``summary``),
+    followed by the messages from ``keep_from`` on, unchanged. The history fold applies it
+    from these fields alone, so replay needs no model call.
+
+    ``from_seq``..``to_seq``: the events summarised; ``tokens_before``/``tokens_after``:
+    the estimated request size either side; ``cut_messages``: the oldest messages dropped
+    without a summary because they did not fit (``context_cut`` says so too); ``usage``,
+    ``cost_usd``, ``model``, ``provider``, ``latency_s``: the summarising call's.
+    """
+
+    keep_from: int = 0
+    head: str = ""
+    summary: str = ""
+    from_seq: int = 0
+    to_seq: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    cut_messages: int = 0
+    model: str = ""
+    provider: str = ""
+    usage: dict[str, int] = {}
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+
+class ContextCut(Event, frozen=True, tag="context_cut"):
+    """The oldest ``messages`` of an agent's history were dropped without a summary: the
+    summarising request did not fit in the window (``reason`` says which way it failed)."""
+
+    messages: int = 0
+    reason: str = ""
+
+
 # --- agents, workers, integration ---------------------------------------------------
 
 
@@ -753,6 +810,7 @@ AnyEvent = (
     | NetConnection
     | InstructionsAdded | SkillLoaded | HookContext | HookRan | PromptBlocked
     | McpServerStarted | McpServerRestarting | McpServerFailed
+    | CompactionStarted | CompactionFinished | ContextCut
     | AgentSpawned | AgentFailed | WorkerSpawned | WorkerFinished | Integration | IntegrationApplied
     | TestRun | BaselineSnapshot | RepoMap | Review | KernelEvaluated
     | GoalSet | GoalChecked | GoalUpdated
@@ -821,8 +879,8 @@ def persistence(event: AnyEvent) -> Persistence:
     Write-ahead: what announces a side effect or a wait (a tool starting, an approval
     asked or answered, a connection leaving the sandbox, a worker's worktree, a message
     another agent acts on, a kernel campaign's evaluation and its kept commit, a plan
-    mode change, a plan waiting for approval or approved, a grill's answer), the
-    session's start, resume and end, and what later events build on. Everything else is group-committed (what shapes the conversation without a
+    mode change, a plan waiting for approval or approved, a grill's answer, a summarising model call), the
+    session's start, resume and end, and what later events build on (a compaction's result: the history starts again from it). Everything else is group-committed (what shapes the conversation without a
     side effect, like a hook's context or a skill's text, is as durable as the model's
     answers: a crash loses it only with the turn it belonged to). Every event reaches the attached clients.
     """
@@ -830,12 +888,13 @@ def persistence(event: AnyEvent) -> Persistence:
         case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | UserMessage() | AgentMessage()
               | ModelSwitched() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | ToolInterrupted() | NetConnection() | AgentSpawned()
               | WorkerSpawned() | Integration() | IntegrationApplied() | KernelEvaluated() | GoalSet() | GoalUpdated()
-              | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()):
+              | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
+              | CompactionStarted() | CompactionFinished()):
             return _AHEAD
         case (TurnEnded() | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | FileEdited()
               | ToolFinished() | ToolResultsCleared() | AgentFailed() | WorkerFinished() | TestRun() | BaselineSnapshot() | RepoMap()
               | Review() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-              | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed() | GoalChecked()):
+              | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed() | GoalChecked() | ContextCut()):
             return _GROUP
         case _:
             assert_never(event)

@@ -19,6 +19,11 @@ Points of a goal (``GOAL_POINTS``, ``agents/goal``), reached only while a goal i
 - ``goal_check``: the goal's check command has run, its ``goal_checked`` not yet written.
 - ``goal_verdict``: the evaluator has answered (logged), its ``goal_checked`` not yet written.
 
+Compaction's points (``COMPACTION_POINTS``, reached only by a session that compacts):
+
+- ``mid_compaction``: ``compaction_started`` is on disk, the summarising call not yet made.
+- ``mid_compaction_append``: half of a ``compaction_finished`` line is written to the log.
+
 Disarmed (``NO_FAULTS``, the default everywhere), each check is one comparison.
 """
 
@@ -29,6 +34,7 @@ from collections.abc import Callable, Mapping
 
 POINTS = ("after_tool_started", "during_tool", "before_tool_finished", "mid_model_stream", "mid_edit", "mid_append")
 GOAL_POINTS = ("goal_check", "goal_verdict")
+COMPACTION_POINTS = ("mid_compaction", "mid_compaction_append")
 CRASH_EXIT_STATUS = 137
 ENV_VAR = "MUSEC_CRASH_AT"
 

@@ -28,6 +28,9 @@ from ..core.events import (
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
+    CompactionFinished,
+    CompactionStarted,
+    ContextCut,
     FileEdited,
     FileEditStarted,
     GoalChecked,
@@ -174,7 +177,8 @@ class GoalState:
                   | McpServerFailed() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished()
                   | Integration() | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review()
                   | KernelEvaluated() | ModelSwitched() | ToolResultsCleared() | ApprovalModeChanged()
-                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()):
+                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
+                  | CompactionStarted() | CompactionFinished() | ContextCut()):
                 pass  # no part of a goal (the clock above counts their time)
             case _:
                 assert_never(event)

@@ -29,6 +29,9 @@ from ..core.events import (
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
+    CompactionFinished,
+    CompactionStarted,
+    ContextCut,
     FileEdited,
     FileEditStarted,
     GoalChecked,
@@ -145,7 +148,8 @@ class BackgroundAgent:
                   | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()):
+                  | GoalSet() | GoalChecked() | GoalUpdated()
+                  | CompactionStarted() | CompactionFinished() | ContextCut()):
                 pass
             case _:
                 assert_never(event)

@@ -15,6 +15,9 @@ from ..core.events import (
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
+    CompactionFinished,
+    CompactionStarted,
+    ContextCut,
     FileEdited,
     FileEditStarted,
     GoalChecked,
@@ -101,7 +104,8 @@ class FanoutState:
                   | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()):
+                  | GoalSet() | GoalChecked() | GoalUpdated()
+                  | CompactionStarted() | CompactionFinished() | ContextCut()):
                 pass
             case _:
                 assert_never(event)

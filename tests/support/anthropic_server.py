@@ -307,6 +307,14 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # quiet tests
 
     def do_POST(self) -> None:
+        began = time.perf_counter()
+        try:
+            self._post()
+        finally:
+            with self.server.owner._lock:
+                self.server.owner.busy_s += time.perf_counter() - began
+
+    def _post(self) -> None:
         owner = self.server.owner
         raw_body = self.rfile.read(int(self.headers.get("content-length") or 0))
         try:
@@ -385,6 +393,7 @@ class AnthropicServer:
         self.tokens: list[int] = []  # each request's size, in the server's tokens
         self.cached: list[int] = []  # of which a prefix cache would serve
         self.refused = 0  # requests answered with the overflow error
+        self.busy_s = 0.0  # seconds spent handling requests (a bench's "time in the server")
         self.errors: list[BaseException] = []  # raised by ``respond`` (the request got a 500)
         self._previous_body = b""
         self.requests: list[RecordedRequest] = []

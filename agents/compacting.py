@@ -1,0 +1,101 @@
+"""An agent compacting its history: the summarising call and its events (issue 12 parts 3-5).
+
+``compact(agent, reason=..., focus=...)`` is called by the agent loop before a model call
+(a request over ``compact_at`` of the window, a ``/compact`` asked for, a compaction a
+crash cut off) and after an overflow error. It records ``compaction_started``, makes the
+summarising call (``compaction.summary_request``; the agent's own model, or the catalog's
+``compact_model``), and records ``compaction_finished``, which the history fold applies.
+
+Never a loop: at most two summarising calls per compaction (the second with half the
+room, when the first is itself over the window); when both fail that way, the compaction
+goes on without a summary and the oldest turns are cut (``context_cut``). A provider that
+is down ends the compaction with the error (the loop reports it); the compaction is done
+again on resume, since its ``compaction_started`` has no result.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from .compaction import cut_point, render_head, summary_request, summary_text
+from .core import events as ev
+from .core.conversation import Message, ModelRequest, TextBlock, Usage
+from .core.errors import ContextOverflow
+
+# ``agent`` below is an ``agents.loop.Agent`` (typed ``Any``: the loop imports this module).
+Agent = Any
+
+
+async def _no_delta(delta: Any) -> None:
+    """The summary is not streamed to the person (it is logged when done)."""
+
+
+def window_for(agent: Agent, request: ModelRequest, overflow: ContextOverflow | None) -> int:
+    """The window a compaction must fit: the catalog's, else what an overflow error said,
+    else (unknown) nine tenths of the request that overflowed."""
+    known = [w for w in (agent.window_tokens, overflow.limit if overflow else None) if w]
+    if known:
+        return min(known)
+    return max(int(agent.gauge.tokens(request) * 0.9), 1024)
+
+
+async def compact(agent: Agent, *, reason: str, focus: str = "", overflow: ContextOverflow | None = None) -> bool:
+    """Compact ``agent``'s history; ``False`` when there was nothing to summarise.
+
+    Raises:
+        ProviderError: the summarising call failed other than by overflow.
+    """
+    request = agent.build_request()
+    window = window_for(agent, request, overflow)
+    tokens_before = agent.gauge.tokens(request)
+    keep = agent.compaction.keep_recent_tokens(window)
+    if reason == "manual":  # asked for now, whatever the fill: keep a quarter at most
+        keep = min(keep, tokens_before // 4)
+    keep_from = cut_point(request.messages, keep, agent.gauge)
+    if keep_from is None:
+        agent.history.pending = None
+        return False
+    summarizer = agent.summarizer or agent.provider
+    agent.record(ev.CompactionStarted(reason=reason, focus=focus, keep_from=keep_from, tokens_before=tokens_before,
+                                      window_tokens=window, model=summarizer.model))
+    agent.faults.crash_at("mid_compaction")
+    from_seq = agent.history.message_seqs[0] if agent.history.message_seqs else 0
+    to_seq = agent.history.message_seqs[keep_from - 1] if keep_from else from_seq
+    started = time.monotonic()
+    summary, usage, cut = await _summarise(agent, summarizer, request, focus, window, agent.history.pinned)
+    head = render_head(summary, agent.history.pinned_before(keep_from), cut_messages=cut)
+    after = msgspec.structs.replace(request, messages=[Message("user", [TextBlock(head)]), *request.messages[keep_from:]])
+    agent.record(ev.CompactionFinished(
+        keep_from=keep_from, head=head, summary=summary, from_seq=from_seq, to_seq=to_seq,
+        tokens_before=tokens_before, tokens_after=agent.gauge.tokens(after), cut_messages=cut,
+        model=summarizer.model, provider=summarizer.name, usage=msgspec.to_builtins(usage),
+        cost_usd=round(agent.summary_cost(usage), 8), latency_s=round(time.monotonic() - started, 3),
+    ))
+    return True
+
+
+async def _summarise(agent: Agent, summarizer: Any, request: ModelRequest, focus: str,
+                     window: int, pinned: list[Any]) -> tuple[str, Usage, int]:
+    """The summary text, the usage of the call that wrote it, and the messages cut from
+    its input. Two tries at most; ``("", Usage(), cut)`` when neither fit."""
+    room = window
+    usage = Usage()
+    for attempt in (1, 2):
+        asked, cut = summary_request(request, focus, agent.compaction, room, agent.gauge, pinned)
+        if cut:
+            agent.record(ev.ContextCut(
+                messages=cut, reason=f"the summarising request was over the window of {room} tokens; its oldest messages were cut"))
+        try:
+            response = await summarizer.complete(asked, _no_delta)
+        except ContextOverflow as exc:
+            if attempt == 2:
+                agent.record(ev.ContextCut(messages=len(request.messages),
+                                           reason=f"no summary could be made ({exc}); the summarised part is dropped"))
+                return "", usage, cut
+            room = max(room // 2, 1024)
+            continue
+        return summary_text(response.content), response.usage, cut
+    return "", usage, 0  # pragma: no cover - the loop returns in its second pass
