@@ -283,7 +283,7 @@ class Connection:
         sid = self.index.resolve_id(msg.session_id)
         session = self.host.sessions.get(sid)
         if session is None:
-            session, _, _ = self.host.resume_session(p.ResumeSession(
+            session, _, _ = await self.host.resume_session(p.ResumeSession(
                 id=msg.id, session_id=sid, credentials=msg.credentials, end_when_idle=True))
             session.compact_first = msg.focus
             self.host.launch(session, "")
