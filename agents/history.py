@@ -166,8 +166,7 @@ class History:
         self._seq = -1
 
     def apply(self, event: AnyEvent) -> None:
-        """Fold one event into the history (events of other agents are ignored, except a
-        message addressed to this one)."""
+        """Fold one event into the history (others' events are ignored, but a message to this one)."""
         self.clock.tick(event)
         self._seq = event.seq
         match event:
@@ -181,12 +180,10 @@ class History:
                 self._release_held()
             case InstructionsAdded() | HookContext() | SkillLoaded():
                 if event.agent == self.agent:
-                    pin: PinnedKind | None = None
                     if isinstance(event, InstructionsAdded):
                         self.instructions_loaded.add(event.path)
-                        pin = "instructions"
-                    elif isinstance(event, SkillLoaded):
-                        pin = "skill"
+                    pin: PinnedKind | None = "instructions" if isinstance(event, InstructionsAdded) else (
+                        "skill" if isinstance(event, SkillLoaded) else None)
                     self._held.append((TextBlock(event.text), pin))
                     self._release_held()
             case UserMessage():
@@ -212,14 +209,9 @@ class History:
             case GoalSet() | GoalChecked() | GoalUpdated():
                 if event.agent == self.agent:
                     self._goal(event)
-            case CompactionStarted():
+            case CompactionStarted() | CompactionFinished():
                 if event.agent == self.agent:
-                    self.pending = event
-            case CompactionFinished():
-                if event.agent == self.agent:
-                    self._compacted(event.keep_from, event.head)
-                    self.last_compaction = event
-                    self.cost_usd += float(event.cost_usd)
+                    self._compaction(event)
             case ModelResponse():
                 if event.agent == self.agent:
                     self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
@@ -302,6 +294,15 @@ class History:
             self.message_seqs.append(self._seq)
         if pin is not None and isinstance(block, TextBlock):
             self.pinned.append(Pinned(pin, block.text, len(self.messages) - 1))
+
+    def _compaction(self, event: CompactionStarted | CompactionFinished) -> None:
+        """A compaction of this agent: under way (``pending``), or done (the new start)."""
+        if isinstance(event, CompactionStarted):
+            self.pending = event
+            return
+        self._compacted(event.keep_from, event.head)
+        self.last_compaction = event
+        self.cost_usd += float(event.cost_usd)
 
     def _compacted(self, keep_from: int, head: str) -> None:
         """The history starts again: ``head``, then the messages from ``keep_from`` on.

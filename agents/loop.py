@@ -7,8 +7,8 @@ model call. Control flow leaves ``run`` as an ``Outcome``; nothing is raised for
 model did, only for bugs.
 
 Why over 500 lines: the loop is one state machine (query, calls, approvals, hooks, limits,
-context accounting, the plan's end) and its steps read best together; what can live
-elsewhere does (history.py, permissions.py, plan.py, context.py).
+context accounting, compaction, the plan's end) and its steps read best together; what can live
+elsewhere does (history.py, permissions.py, plan.py, context.py, compacting.py).
 """
 
 from __future__ import annotations
