@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
 import anyio.to_thread
+from musec.agents.core import events as typed
 from musec.agents.core.events import (
     AgentFailed,
     AgentMessage,
@@ -28,9 +29,6 @@ from musec.agents.core.events import (
     ApprovalRequested,
     ApprovalResolved,
     BaselineSnapshot,
-    CompactionFinished,
-    CompactionStarted,
-    ContextCut,
     FileEdited,
     FileEditStarted,
     GoalChecked,
@@ -140,8 +138,7 @@ class ResumeState:
                   | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
                   | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
                   | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()
-                  | CompactionStarted() | CompactionFinished() | ContextCut()):
+                  | GoalSet() | GoalChecked() | GoalUpdated() | typed.CompactionStarted() | typed.CompactionFinished() | typed.ContextCut()):
                 pass
             case _:
                 assert_never(event)
