@@ -180,12 +180,7 @@ class History:
                 self._release_held()
             case InstructionsAdded() | HookContext() | SkillLoaded():
                 if event.agent == self.agent:
-                    if isinstance(event, InstructionsAdded):
-                        self.instructions_loaded.add(event.path)
-                    pin: PinnedKind | None = "instructions" if isinstance(event, InstructionsAdded) else (
-                        "skill" if isinstance(event, SkillLoaded) else None)
-                    self._held.append((TextBlock(event.text), pin))
-                    self._release_held()
+                    self._added_text(event)
             case UserMessage():
                 if event.agent == self.agent:
                     self._user_block(TextBlock(event.text), "person")
@@ -294,6 +289,15 @@ class History:
             self.message_seqs.append(self._seq)
         if pin is not None and isinstance(block, TextBlock):
             self.pinned.append(Pinned(pin, block.text, len(self.messages) - 1))
+
+    def _added_text(self, event: InstructionsAdded | HookContext | SkillLoaded) -> None:
+        """Text added at the next turn boundary; AGENTS.md files and skills are pinned."""
+        if isinstance(event, InstructionsAdded):
+            self.instructions_loaded.add(event.path)
+        pin: PinnedKind | None = "instructions" if isinstance(event, InstructionsAdded) else (
+            "skill" if isinstance(event, SkillLoaded) else None)
+        self._held.append((TextBlock(event.text), pin))
+        self._release_held()
 
     def _compaction(self, event: CompactionStarted | CompactionFinished) -> None:
         """A compaction of this agent: under way (``pending``), or done (the new start)."""

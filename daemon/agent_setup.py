@@ -4,6 +4,10 @@ This is where the daemon's pieces meet the agents': the main agent, its backgrou
 (``agents.roles``), the fan-out runner (``agents.workers.run``) with a factory for its
 worker agents, and the scout's own agent. Each gets only what it needs injected; agent
 code never imports the daemon.
+
+Why over 500 lines: every agent of a session is built here from one request (main, workers,
+the scout, a model switch, the summarising model of compaction), so what they share (the
+provider, the catalog entry, the sandbox and permission policy) is decided in one place.
 """
 
 from __future__ import annotations
@@ -351,22 +355,14 @@ def _context_config(deps: AgentDeps) -> Any:
 
 def _set_compaction(agent: Agent, entry: Any, deps: AgentDeps, session: Session,
                     credentials: dict[str, str], agent_id: str, workspace: Path) -> None:
-    """The agent's compaction policy from its model's catalog entry (``compact_at``; the
-    window is the agent's ``window_tokens``) and, with ``compact_model``, the provider that
-    writes its summaries.
-
-    Raises:
-        BadRequest: ``compact_model`` names a model that cannot be used.
-    """
+    """The agent's ``compact_at`` from its catalog entry (its window is ``window_tokens``) and,
+    with ``compact_model``, the provider that writes its summaries. Raises ``BadRequest``."""
     from musec.agents.compaction import DEFAULT_COMPACT_AT, CompactionPolicy
 
     agent.compaction = CompactionPolicy(compact_at=entry.compact_at or DEFAULT_COMPACT_AT)
     if entry.compact_model:
-        try:
-            summarizer_entry, agent.summarizer = _provider(deps, session, entry.compact_model, credentials, agent_id, workspace)
-        except BadRequest as exc:
-            raise BadRequest(f"compact_model of {entry.id}: {exc}") from exc
-        agent.summary_cost_of = summarizer_entry.cost_usd
+        summarizer, agent.summarizer = _provider(deps, session, entry.compact_model, credentials, agent_id, workspace)
+        agent.summary_cost_of = summarizer.cost_usd
 
 
 def net_proxy_socket(session: Any, policy: Any) -> str:

@@ -406,6 +406,10 @@ class Session:
             return False, 0, 0, "nothing to compact yet: the conversation is as short as it gets"
         return True, last.tokens_before, last.tokens_after, ""
 
+    async def _compact_first(self) -> tuple[bool, int, int, str]:
+        self.compacted = await self.compact(self.compact_first or "")
+        return self.compacted
+
     async def _turn(self, pending_plan: str | None = None) -> tuple[str, str, str]:
         """Run the agent until it stops (and, with a goal, until the goal ends or pauses);
         return (exit_reason, result, message). One at a time with a manual compaction."""
@@ -529,12 +533,10 @@ class Session:
         return await found.answer(question)
 
     async def _run(self, first_task: str, *, resume_turn: bool = False) -> None:
-        """Run turns until the session ends; always writes ``session_ended``.
-
-        ``resume_turn`` first finishes the turn a crash cut off (its unanswered calls are
-        run, a model call without its response is made again) before any new input.
-        A failed log write (a full disk) pauses the session: nothing more is written and
-        the clients are told how to go on.
+        """Run turns until the session ends; always writes ``session_ended``. ``resume_turn``
+        first finishes the turn a crash cut off (its unanswered calls are run, a model call
+        without its response is made again) before any new input. A failed log write (a full
+        disk) pauses the session: nothing more is written and the clients are told how to go on.
         """
         from .plans import builtin
 
@@ -548,9 +550,8 @@ class Session:
                 spawned, finished = self.resume_fanout
                 self.resume_fanout = None
                 await self.fanout.resume_from_log(spawned, finished)
-            if self.compact_first is not None:
-                self.compacted = await self.compact(self.compact_first)
-                reason, message = "finished", self.compacted[3]
+            if self.compact_first is not None:  # ``musec compact`` of a session that was not live
+                reason, message = "finished", (await self._compact_first())[3]
                 return
             if self.initial_goal is not None:
                 await self.goals.set(self.initial_goal, by="run")
