@@ -233,14 +233,9 @@ def test_slash_optimize_starts_a_kernel_campaign_session(musec: Musec, tmp_path:
     """Issue 16 part 2: `/optimize SPEC` inside a session starts the campaign there, with the
     session's model and options, and runs it at once."""
     pytest.importorskip("torch")
-    from tests.agents.kernel_opt.candidates import FASTER, git
+    from tests.agents.kernel_opt.candidates import FASTER, one_commit_repo
 
-    repo = tmp_path / "proj"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README").write_text("kernels\n")
-    git(repo, "add", "README")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    repo = one_commit_repo(tmp_path / "proj")
     script = tmp_path / "campaign.json"
     script.write_text(json.dumps({"turns": [
         [{"tool": "write_file", "input": {"path": "candidate.py", "content": FASTER}}],

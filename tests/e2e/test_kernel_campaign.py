@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.kernel_opt.candidates import FASTER, FORBIDDEN, WRONG, git
+from tests.agents.kernel_opt.candidates import FASTER, FORBIDDEN, WRONG, git, one_commit_repo
 from tests.conftest import BIN, Musec
 
 pytest.importorskip("torch")
@@ -34,12 +34,7 @@ def _script(path: Path) -> Path:
 
 
 def _repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "proj"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README").write_text("kernels\n")
-    git(repo, "add", "README")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    repo = one_commit_repo(tmp_path / "proj")
     os.mkfifo(repo / "gate")
     return repo
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.kernel_opt.candidates import FASTER, WRONG, git
+from tests.agents.kernel_opt.candidates import FASTER, WRONG, git, one_commit_repo
 from tests.conftest import Musec
 
 pytest.importorskip("torch")
@@ -26,12 +26,7 @@ def _worker(source: str, idea: str) -> dict:
 
 
 def test_workers_evaluate_variants_onto_one_board_and_branch(musec: Musec, tmp_path: Path) -> None:
-    repo = tmp_path / "proj"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README").write_text("kernels\n")
-    git(repo, "add", "README")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    repo = one_commit_repo(tmp_path / "proj")
     head = git(repo, "rev-parse", "HEAD").strip()
     tasks = [{"name": "axis", "instruction": "try softmax over dim 0"},
              {"name": "fused", "instruction": "try torch.softmax over the last dim"}]

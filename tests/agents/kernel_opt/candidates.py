@@ -17,3 +17,12 @@ def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
+
+def one_commit_repo(path: Path) -> Path:
+    """A git repository at ``path`` with one commit on ``main`` (a campaign's workspace)."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "README").write_text("kernels\n")
+    git(path, "add", "README")
+    git(path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    return path

@@ -6,16 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.kernel_opt.candidates import git
+from tests.agents.kernel_opt.candidates import one_commit_repo
 
 
 @pytest.fixture
 def repo(tmp_path) -> Path:
     """A git repository with one commit on ``main``; the campaign's workspace."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    git(ws, "init", "-q", "-b", "main")
-    (ws / "README").write_text("a project\n")
-    git(ws, "add", "README")
-    git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
-    return ws
+    return one_commit_repo(tmp_path / "ws")
