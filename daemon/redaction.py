@@ -115,11 +115,16 @@ class Redactor:
         return _KEY_PATTERNS.sub(_REDACTED, value)
 
     def __call__(self, value: Any) -> Any:
-        """A copy of ``value`` (builtins: dict, list, str...) with every string redacted, keys too."""
+        """A copy of ``value`` (builtins: dict, list, str...) with every string redacted,
+        keys too, except the structure a reader decodes by: a ``type`` tag's value (an event
+        or block kind, from a closed set, never outside text) and keys that are identifiers
+        (field names; a key-shaped secret has a ``-``). A secret that is also such a word
+        (``tool_use``) no longer cuts the line's structure so that it cannot be read back."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self(k): self(v) for k, v in value.items()}
+            return {(k if isinstance(k, str) and k.isidentifier() else self(k)):
+                    (v if k == "type" and isinstance(v, str) else self(v)) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self(v) for v in value]
         return value

@@ -393,6 +393,11 @@ def test_structs_in_fields_are_encoded_and_redacted(tmp_path: Path) -> None:
        before=st.text(max_size=5), after=st.text(max_size=5))
 def test_any_secret_is_redacted_and_the_log_stays_valid(tmp_path: Path, secret: str, before: str, after: str) -> None:
     assume(not set(secret) & set("[REDACTED]"))  # the replacement must not spell the secret again
+    # A secret that is also part of the line's structure (``tool_fin`` in the type tag,
+    # ``call_id``) stays there: the structure is never redacted, so the line reads back.
+    assume(secret.encode() not in msgspec.json.encode({"type": "tool_finished", "call_id": "c", "content": "",
+                                                          "is_error": False, "untrusted": True, "seq": 0, "ts": 0.0,
+                                                          "agent": "main", "h": ""}))
     fd, name = tempfile.mkstemp(suffix=".jsonl", dir=tmp_path)
     os.close(fd)
     path = Path(name)
@@ -524,4 +529,17 @@ def test_a_placeholder_in_the_outside_world_is_never_filled_with_the_secret(tmp_
     assert b"a file says [REDACTED:[:ANTHROPIC_API_KEY]; the key is [REDACTED:ANTHROPIC_API_KEY]" in line
     filled = msgspec.json.decode(refill_line(line, {"ANTHROPIC_API_KEY": _KEY}))["content"]
     assert filled == "a file says [REDACTED:ANTHROPIC_API_KEY]; the key is " + _KEY
+    assert verify(path).ok
+
+
+def test_a_secret_that_is_also_a_tag_or_field_name_leaves_the_line_readable(tmp_path: Path) -> None:
+    """Found by Hypothesis: the secret ``tool_fin`` redacted the event's own ``type``."""
+    path = tmp_path / "s.jsonl"
+    elog = EventLog.create(path, secrets=["tool_fin", "is_error", "tool_use"])
+    elog.append(ToolFinished(call_id="c", content="a tool_fin b is_error c"))
+    elog.append(ModelResponse(content=[ToolCallBlock("t1", "bash", {"command": "echo tool_use"})]))
+    elog.close()
+    finished, response = read_events(path)
+    assert isinstance(finished, ToolFinished) and finished.content == "a [REDACTED] b [REDACTED] c"
+    assert isinstance(response, ModelResponse) and response.content[0].input == {"command": "echo [REDACTED]"}
     assert verify(path).ok
