@@ -22,10 +22,10 @@ from .stream import SessionStream
 def cmd_attach(args: argparse.Namespace) -> Exit:
     """Follow a session until it ends; a session that is not live shows its log."""
     conn = connect()
-    req = p.Attach(id=conn.next_id(), session_id=args.session_id, since_seq=-1)
-    conn.send(req)
     text = args.output_format == "text"
     answering = text and sys.stdin.isatty()
+    req = p.Attach(id=conn.next_id(), session_id=args.session_id, since_seq=-1, tell_idle=answering)
+    conn.send(req)
     banner = ("" if not text else "(attached; you can answer approvals here, the first answer from any terminal wins, "
                                   "and send messages when the agent is idle; leaving leaves the session running)"
               if answering else "(attached; stdin is not a terminal, so approvals are answered elsewhere)")

@@ -238,7 +238,7 @@ class Attach(_Msg, tag="attach"):
     """Receive every logged event after ``since_seq`` (-1: all), then the live stream.
 
     Replies: ``Event`` frames (``backlog`` set on those read from the log), then for a live
-    session its stream as for ``StartSession`` (with ``since_seq`` -1, an ``Idle{ready}``
+    session its stream as for ``StartSession`` (with ``tell_idle``, an ``Idle{ready}``
     first when its agent waits for input); for a session that is not live, its log and
     ``SessionEnded{not_live}``. ``Error{session_not_found}`` for an unknown id.
     """
@@ -246,6 +246,7 @@ class Attach(_Msg, tag="attach"):
     id: int
     session_id: str
     since_seq: int = -1
+    tell_idle: bool = False  # a client that would send input: an idle session answers Idle{ready} after the backlog
 
 
 class UserInput(_Msg, tag="user_input"):
