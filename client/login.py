@@ -42,6 +42,7 @@ def _keyring():
 def cmd_login(args: argparse.Namespace) -> Exit:
     """Ask for a key (hidden on a terminal; a line of stdin otherwise) and store it."""
     name, var = _var(args.provider)
+    kr = _keyring()  # before asking: a person never types a key that cannot be stored
     if sys.stdin.isatty():
         key = getpass.getpass(f"{name} API key (stored in the system keyring as {var}): ")
     else:
@@ -49,7 +50,6 @@ def cmd_login(args: argparse.Namespace) -> Exit:
     key = key.strip()
     if not key:
         raise UsageError("no key given; nothing stored")
-    kr = _keyring()
     try:
         kr.set_password(SERVICE, var, key)
     except kr.errors.KeyringError as exc:

@@ -4,6 +4,8 @@ used by the client when the variable is not set, never written by the daemon."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT, Musec
@@ -48,3 +50,13 @@ def test_login_without_a_key_stores_nothing(musec: Musec, tmp_path: Path) -> Non
     proc = musec("login", "openai", env=_env(tmp_path), input="\n")
     assert proc.returncode == 2 and proc.stderr.strip() == "musec: no key given; nothing stored"
     assert not (tmp_path / "keyring.json").exists()
+
+
+def test_login_without_the_keyring_library_says_so_before_asking(tmp_path: Path) -> None:
+    """A new user typed the key first and only then read that keyring is missing. With
+    nothing on stdin, a client that asked first says "no key given" instead."""
+    code = ("import sys; sys.modules['keyring'] = None; from musec.client.cli import main; "
+            "sys.exit(main(['login', 'openai']))")
+    proc = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path), input="", capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and "needs the keyring library" in proc.stderr, proc.stderr
