@@ -54,7 +54,7 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
                     desk.on_event(msg, ev)
             case p.Delta():
                 if text:
-                    renderer.delta(msg.text, msg.kind)
+                    renderer.delta(msg.text, msg.kind, msg.agent)
             case p.Resync():
                 if text:
                     renderer.resynced()

@@ -462,7 +462,7 @@ class TurnFollower:
                         if self.renderer.in_turn and not interrupted:
                             self.renderer.start_wait()
                 case p.Delta():
-                    self.renderer.delta(msg.text, msg.kind)
+                    self.renderer.delta(msg.text, msg.kind, msg.agent)
                 case p.Resync():
                     self.renderer.resynced()
                     stream.reattach(msg)

@@ -141,14 +141,20 @@ class Renderer:
         self._at_line_start = True
         self.out.flush()
 
-    def delta(self, text: str, kind: str = "text") -> None:
-        """Write a streamed piece of the model's text (thinking is not shown)."""
+    def delta(self, text: str, kind: str = "text", agent: str = "main") -> None:
+        """Write a streamed piece of the model's text (thinking is not shown); each line of
+        an agent other than main starts with its name, as its logged events do."""
         if kind != "text" or not text or self._skip_deltas:
             return
         text = safe(text)
         if self.rich:  # shown whole, as markdown, when the message is complete
             self._tokens += max(1, len(text) // 4)
             return
+        if agent != "main":
+            prefix = self._c("35", f"[{agent}] ")
+            lines = text.split("\n")
+            text = "\n".join((prefix + line) if (i or self._at_line_start) and line else line
+                              for i, line in enumerate(lines))
         self.out.write(text)
         self._streamed = True
         self._at_line_start = text.endswith("\n")

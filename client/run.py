@@ -107,7 +107,7 @@ def follow_run(
                     renderer.event(ev)
             case p.Delta():
                 if output_format == "text":
-                    renderer.delta(msg.text, msg.kind)
+                    renderer.delta(msg.text, msg.kind, msg.agent)
             case p.Resync():
                 if output_format == "text" and not quiet:
                     renderer.resynced()

@@ -63,3 +63,14 @@ def test_json_output_is_the_same_json_without_raw_controls(value: object) -> Non
     shown = safe_json(line.encode())
     assert not CONTROL & set(shown)
     assert json.loads(shown) == value
+
+
+def test_a_workers_streamed_text_keeps_its_name_on_every_line() -> None:
+    """A new user saw a worker's final text in `musec run` output without its `[worker:a]`
+    prefix: streamed text carried no agent, while logged events did."""
+    buf = io.StringIO()
+    renderer = Renderer(buf, color=False)
+    renderer.delta("a do", agent="worker:a")
+    renderer.delta("ne\nsecond line\n", agent="worker:a")
+    renderer.delta("main speaks\n")
+    assert buf.getvalue() == "[worker:a] a done\n[worker:a] second line\nmain speaks\n"
