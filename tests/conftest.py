@@ -124,6 +124,28 @@ def musec(musec_home: Path) -> Iterator[Musec]:
     runner.assert_no_secrets()
 
 
+@pytest.fixture
+def connect(musec: Musec, monkeypatch: pytest.MonkeyPatch):
+    """``connect()`` -> a new wire connection to the test's own running daemon (started
+    here); every connection made is closed at the end."""
+    from musec.client import connection
+
+    monkeypatch.setenv("MUSEC_HOME", str(musec.home))
+    monkeypatch.delenv("MUSEC_SOCKET", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    assert musec("daemon", "start").returncode == 0
+    made: list = []
+
+    def make():
+        conn = connection.connect(start=False)
+        made.append(conn)
+        return conn
+
+    yield make
+    for conn in made:
+        conn.close()
+
+
 LIBRARY = {
     "pager.py": '''"""Split a list into pages."""
 

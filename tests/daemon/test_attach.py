@@ -7,29 +7,8 @@ import os
 import threading
 from pathlib import Path
 
-import pytest
 from musec.client import connection
 from musec.daemon import protocol as p
-
-from tests.conftest import Musec
-
-
-@pytest.fixture
-def connect(musec: Musec, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("MUSEC_HOME", str(musec.home))
-    monkeypatch.delenv("MUSEC_SOCKET", raising=False)
-    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    assert musec("daemon", "start").returncode == 0
-    made: list[connection.Connection] = []
-
-    def make() -> connection.Connection:
-        conn = connection.connect(start=False)
-        made.append(conn)
-        return conn
-
-    yield make
-    for conn in made:
-        conn.close()
 
 
 def _script(tmp_path: Path, turns: list) -> str:

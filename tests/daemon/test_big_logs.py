@@ -59,24 +59,6 @@ def test_musec_log_prints_every_event_of_a_100_mib_session(musec: Musec, tmp_pat
     assert musec("daemon", "status").returncode == 0  # still there, still serving
 
 
-@pytest.fixture
-def client(musec: Musec, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("MUSEC_HOME", str(musec.home))
-    monkeypatch.delenv("MUSEC_SOCKET", raising=False)
-    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    assert musec("daemon", "start").returncode == 0
-    made: list[connection.Connection] = []
-
-    def make() -> connection.Connection:
-        conn = connection.connect(start=False)
-        made.append(conn)
-        return conn
-
-    yield make
-    for conn in made:
-        conn.close()
-
-
 def _until(conn: connection.Connection, kind: type, timeout_s: float = 120) -> list:
     seen = []
     while True:
@@ -87,7 +69,7 @@ def _until(conn: connection.Connection, kind: type, timeout_s: float = 120) -> l
 
 
 @pytest.mark.slow  # 20 MiB through the scripted model, the log and two clients: seconds
-def test_an_event_of_20_mib_reaches_an_attached_client(client, tmp_path: Path) -> None:
+def test_an_event_of_20_mib_reaches_an_attached_client(connect, tmp_path: Path) -> None:
     """A live session's model answers 20 MiB of text: the ``model_response`` event (over
     the 16 MiB frame limit) reaches a client attached to it whole and as logged, the
     20 MiB of streamed text too, and the session ends normally."""
@@ -96,7 +78,7 @@ def test_an_event_of_20_mib_reaches_an_attached_client(client, tmp_path: Path) -
     script.write_text(json.dumps({"turns": [[{"text": text}]]}))
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    starter, watcher = client(), client()
+    starter, watcher = connect(), connect()
     start = p.StartSession(id=starter.next_id(), workspace=str(workspace), model=f"scripted:{script}", task="",
                            approval="auto", interactive=True, end_when_idle=False, sandbox="off")
     starter.send(start)

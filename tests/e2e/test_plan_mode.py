@@ -99,24 +99,6 @@ def _check_attempts_refused(events: list[dict]) -> None:
         assert why in results[call["id"]]["content"], (tool, results[call["id"]]["content"])
 
 
-@pytest.fixture
-def connect(musec: Musec, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("MUSEC_HOME", str(musec.home))
-    monkeypatch.delenv("MUSEC_SOCKET", raising=False)
-    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    assert musec("daemon", "start").returncode == 0
-    made: list[connection.Connection] = []
-
-    def make() -> connection.Connection:
-        conn = connection.connect(start=False)
-        made.append(conn)
-        return conn
-
-    yield make
-    for conn in made:
-        conn.close()
-
-
 def _until_event(conn: connection.Connection, kind: str) -> list[dict]:
     seen = []
     while True:
