@@ -14,8 +14,6 @@ import pytest
 from musec.client import connection
 from musec.daemon import protocol as p
 
-from tests.daemon.test_attach import connect  # noqa: F401 - the fixture
-
 EVENTS = 300_000
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from musec.daemon import protocol as p
 
-from tests.daemon.test_attach import _script, _until, connect  # noqa: F401 (fixture)
+from tests.daemon.test_attach import _script, _until
 
 
 def _log(sid: str) -> list[dict]:

@@ -14,7 +14,7 @@ import pytest
 from musec.daemon import protocol as p
 
 from tests.conftest import Musec, run_library_tests
-from tests.e2e.test_plan_mode import EXECUTE, PLAN, _log, connect, workspace_hash  # noqa: F401 - connect: fixture
+from tests.e2e.test_plan_mode import EXECUTE, PLAN, _log, workspace_hash
 
 QUESTIONS = [
     {"decision": "where the tests are", "question": "Which file holds the tests of page?",
