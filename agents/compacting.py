@@ -11,6 +11,14 @@ room, when the first is itself over the window); when both fail that way, the co
 goes on without a summary and the oldest turns are cut (``context_cut``). A provider that
 is down ends the compaction with the error (the loop reports it); the compaction is done
 again on resume, since its ``compaction_started`` has no result.
+
+Hooks (agents.hooks, DESIGN §12): ``PreCompact`` runs before ``compaction_started`` with
+``{"trigger": "manual"|"auto", "reason", "custom_instructions"}``; what it answers (plain
+stdout or ``additional_context``) is added to the summary's instructions for this call only
+(``hook_ran`` logs it; the person's focus stays the recorded ``focus``). It cannot stop a
+compaction: an overflow has no other way out. ``PostCompact`` runs after
+``compaction_finished`` with the token counts and the summary; its added context reaches
+the model as ``hook_context`` after the new head.
 """
 
 from __future__ import annotations
@@ -59,13 +67,14 @@ async def compact(agent: Agent, *, reason: str, focus: str = "", overflow: Conte
         agent.history.pending = None
         return False
     summarizer = agent.summarizer or agent.provider
+    instructions = await _pre_compact(agent, reason, focus)
     agent.record(ev.CompactionStarted(reason=reason, focus=focus, keep_from=keep_from, tokens_before=tokens_before,
                                       window_tokens=window, model=summarizer.model))
     agent.faults.crash_at("mid_compaction")
     from_seq = agent.history.message_seqs[0] if agent.history.message_seqs else 0
     to_seq = agent.history.message_seqs[keep_from - 1] if keep_from else from_seq
     started = time.monotonic()
-    summary, usage, cut = await _summarise(agent, summarizer, request, focus, window, agent.history.pinned)
+    summary, usage, cut = await _summarise(agent, summarizer, request, instructions, window, agent.history.pinned)
     head = render_head(summary, agent.history.pinned_before(keep_from), cut_messages=cut)
     after = msgspec.structs.replace(request, messages=[Message("user", [TextBlock(head)]), *request.messages[keep_from:]])
     agent.record(ev.CompactionFinished(
@@ -74,7 +83,32 @@ async def compact(agent: Agent, *, reason: str, focus: str = "", overflow: Conte
         model=summarizer.model, provider=summarizer.name, usage=msgspec.to_builtins(usage),
         cost_usd=round(agent.summary_cost(usage), 8), latency_s=round(time.monotonic() - started, 3),
     ))
+    await _post_compact(agent, reason, summary, tokens_before, agent.history.last_compaction)
     return True
+
+
+def _trigger(reason: str) -> str:
+    return "manual" if reason == "manual" else "auto"
+
+
+async def _pre_compact(agent: Agent, reason: str, focus: str) -> str:
+    """The summary's instructions: the person's focus, then what PreCompact hooks added."""
+    if agent.hooks is None:
+        return focus
+    outcome = await agent.hooks.run("PreCompact", {"trigger": _trigger(reason), "reason": reason,
+                                                   "custom_instructions": focus}, agent=agent.agent_id)
+    return "\n\n".join(part for part in (focus, *outcome.context) if part)
+
+
+async def _post_compact(agent: Agent, reason: str, summary: str, tokens_before: int, last: Any) -> None:
+    """PostCompact hooks; their added context is recorded as ``hook_context``."""
+    if agent.hooks is None:
+        return
+    outcome = await agent.hooks.run("PostCompact", {
+        "trigger": _trigger(reason), "reason": reason, "tokens_before": tokens_before,
+        "tokens_after": last.tokens_after if last is not None else 0, "summary": summary}, agent=agent.agent_id)
+    for text in outcome.context:
+        agent.record(ev.HookContext(hook_event="PostCompact", text=f"[PostCompact hook: {text}]"))
 
 
 async def _summarise(agent: Agent, summarizer: Any, request: ModelRequest, focus: str,

@@ -22,7 +22,8 @@ and, optionally, a JSON object on stdout:
 - exit 0: go on. A JSON answer may hold ``decision: "block"`` with ``reason`` (the call,
   prompt or stop is refused and the reason goes to the model), ``additional_context``
   (text given to the model), ``updated_input`` (PreToolUse: the tool input to use
-  instead). Plain text on stdout is added context for SessionStart and UserPromptSubmit.
+  instead). Plain text on stdout is added context for SessionStart, UserPromptSubmit,
+  PreCompact (summary instructions) and PostCompact.
 - exit 2: block; stderr is the reason.
 - any other exit, a timeout, or a hook that cannot start: an error, logged, that blocks
   nothing.
@@ -53,7 +54,7 @@ __all__ = ["EVENTS", "TOOL_EVENTS", "HookOutcome", "HookResult", "HookSpec", "Ho
 EVENTS = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest",
           "Stop", "AgentStart", "AgentStop", "PreCompact", "PostCompact", "WorktreeCreate", "WorktreeRemove")
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PermissionRequest"})
-_TEXT_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
+_TEXT_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreCompact", "PostCompact"})
 DEFAULT_TIMEOUT_S = 60.0
 MAX_TIMEOUT_S = 600.0
 MAX_CAPTURE_BYTES = 64 * 1024

@@ -163,3 +163,37 @@ def test_musec_compact_summarises_with_a_focus_and_the_session_goes_on(musec: Mu
     assert json.loads(musec("replay", sid, "--json").stdout)["ok"]
     missing = musec("compact", "no-such-session", cwd=ws, env=env)
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
+
+
+def test_compaction_hooks_add_instructions_and_context(musec: Musec, tmp_path: Path) -> None:
+    """PreCompact's output reaches the summary's instructions (the recorded focus stays the
+    person's); PostCompact gets the token counts and its context follows the new head."""
+    model = PROVIDERS["anthropic"][0]
+    write_catalog(musec, model, 1_000_000)
+    seen = tmp_path / "post.json"
+    with (musec.home / "config" / "config.toml").open("a") as config:
+        config.write(
+            '[[hooks.PreCompact]]\ncommand = "echo keep-every-file-name"\n'
+            f'[[hooks.PostCompact]]\ncommand = "tee {seen} >/dev/null; echo compacted-note"\nsandbox = false\n')
+    script = Script(calls=20, provider="anthropic", phases=2)
+    with AnthropicServer(keep_bodies=True, respond=script) as server:
+        first, ws, env = _first_phase(musec, tmp_path, script, server)
+        assert first.returncode == 0, first.stdout + first.stderr
+        sid = json.loads(first.stdout)["session_id"]
+        proc = musec("compact", sid, "the count of reads", "--json", cwd=ws, env=env)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["done"], proc.stdout + proc.stderr
+        asked = server.requests[-1].raw_body.decode()
+        assert "the count of reads" in asked and "keep-every-file-name" in asked
+        script.spoken = 2
+        resumed = musec("run", "--resume", sid, "--output-format", "json", PEOPLE[1], cwd=ws, env=env)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        after = json.dumps(server.requests[-1].body["messages"])
+        assert "[PostCompact hook: compacted-note]" in after
+    log = events(musec, sid)
+    [started] = [e for e in log if e["type"] == "compaction_started"]
+    assert (started["reason"], started["focus"]) == ("manual", "the count of reads")
+    ran = {e["hook_event"]: e["decision"] for e in log if e["type"] == "hook_ran"}
+    assert ran == {"PreCompact": "allow", "PostCompact": "allow"}
+    post = json.loads(seen.read_text())
+    assert post["trigger"] == "manual" and 0 < post["tokens_after"] < post["tokens_before"] and post["summary"]
+    assert json.loads(musec("replay", sid, "--json").stdout)["ok"]
