@@ -183,3 +183,33 @@ async def test_overflow_compacts_once_and_retries_once(tmp_path: Path) -> None:
             assert server.refused - refused == 4
             cuts = log.of(ev.ContextCut)
             assert cuts and "no summary could be made" in cuts[-1].reason
+
+
+async def test_the_goal_and_the_approved_plan_survive_every_compaction_verbatim(tmp_path: Path) -> None:
+    """A goal set and a plan approved before a long run: each compacted head (two or more,
+    the second summarising a history that starts with the first head) still holds both
+    verbatim, and the log alone rebuilds the same history."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("0123456789abcdef" * 64 + "\n")
+    model = Model(calls=60)
+    log = Log()
+    condition = "GOAL-CONDITION: every read of a.txt is counted, none skipped"
+    plan = "PLAN-TEXT:\n1. read a.txt sixty times\n2. report the count\nverify: `wc -c a.txt`"
+    with AnthropicServer(window_tokens=WINDOW, respond=model, keep_bodies=False) as server:
+        async with httpx.AsyncClient() as http:
+            agent = _agent("main", log, server, http, ws)
+            log.record(ev.UserMessage(agent="main", text=TASKS["main"]))
+            log.record(ev.GoalSet(agent="main", goal_id="g1", condition=condition, by="person"))
+            log.record(ev.PlanApproved(agent="main", sha256="ab" * 32, by="person", approval="auto", text=plan))
+            outcome = await agent.run()
+    assert outcome.exit_reason == "finished" and model.failures == [] and server.refused == 0
+    heads = [e.head for e in log.of(ev.CompactionFinished, "main")]
+    assert len(heads) >= 2
+    for head in heads:
+        assert head.startswith(HEAD_MARK)
+        assert condition in head and plan in head and TASKS["main"] in head
+    again = History("main")
+    for line in log.lines:
+        again.apply(ev.decode_event(line))
+    assert again.messages == agent.history.messages
