@@ -47,7 +47,7 @@ def write_session(directory: Path, sid: str, events: int) -> Path:
     started = ev.SessionStarted(workspace=str(ws), model="scripted", tools=["bash", "read_file"], system_prompt="be brief")
     log.append(started)
     agent = Agent(agent_id="main", provider=resume._ReplayModel("scripted", "scripted"),
-                  tools=resume._tools_for(started.tools, started), ctx=ToolContext(workspace=ws, env={}),
+                  tools=resume._tools_for(started.tools, started, worker=False), ctx=ToolContext(workspace=ws, env={}),
                   record=resume._no_record, ask=resume._no_ask, on_delta=resume._no_delta, approval_mode="auto",
                   max_turns=1, system_prompt="be brief", store_blob=resume._no_blob, session_id=sid)
     digest = resume.PrefixDigest()
