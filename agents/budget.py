@@ -28,10 +28,12 @@ from .core.conversation import Message, ToolCallBlock, ToolResultBlock
 
 __all__ = [
     "ContextConfig",
+    "Whole",
     "clear_results",
     "clear_stub",
     "clearable_calls",
     "fit_to_budget",
+    "kept_note",
     "over_budget",
 ]
 
@@ -92,20 +94,45 @@ def over_budget(content: str, budget_tokens: int) -> bool:
     return budget_tokens > 0 and len(content) > int(budget_tokens * _BUDGET_CHARS_PER_TOKEN)
 
 
-def fit_to_budget(content: str, budget_tokens: int, *, tool: str, input: dict[str, Any], blob_path: str) -> str:
+@dataclass(frozen=True)
+class Whole:
+    """What a tool produced in all, when its result was already capped by the tool.
+
+    Attributes:
+        produced_bytes: bytes the tool produced (a command's whole output stream).
+        kept_bytes: bytes of the blob that keeps it (its head and tail when the stream was
+            longer than the tool keeps in memory).
+        kept_lines: lines of that blob.
+    """
+
+    produced_bytes: int
+    kept_bytes: int
+    kept_lines: int
+
+    @classmethod
+    def of_blob(cls, produced_bytes: int, blob: bytes) -> Whole:
+        """The counts of ``blob`` (``bytes.count`` in C: about 10 ms for 30 MB)."""
+        return cls(produced_bytes, len(blob), blob.count(b"\n") + (not blob.endswith(b"\n") and bool(blob)))
+
+
+def fit_to_budget(content: str, budget_tokens: int, *, tool: str, input: dict[str, Any], blob_path: str,
+                  whole: Whole | None = None) -> str:
     """``content`` cut to its head and tail around a note, if it is over ``budget_tokens``.
 
     The budget is turned into characters at a conservative 3 characters per token. The
     head and the tail each get about half of it, cut at line ends where a line end is near.
-    The note says how much was left out, where the whole text is (``blob_path``), and how to
-    read it: ``read_file`` with ``offset``/``limit`` (on the file itself for a
-    ``read_file`` result), or ``grep`` in it.
+    The note says how many lines are shown of how many, where the result is kept
+    (``blob_path``), and how to read the rest: ``read_file`` with ``offset``/``limit`` (on
+    the file itself for a ``read_file`` result), or ``grep`` in it. Its counts are of the
+    whole result: of ``whole`` when the tool had capped ``content`` already (a command's
+    output over its own cap), else of ``content``.
 
     Args:
         content: the tool's result as the model would see it.
         budget_tokens: the budget (0: none).
-        tool: the tool's name; input: its input (a read's path and offset go in the note).
-        blob_path: where the whole result is stored (a file ``read_file`` can read).
+        tool: the tool's name; input: its input (a read's path goes in the note).
+        blob_path: where the result is stored (a file ``read_file`` can read).
+        whole: what the tool produced and the blob keeps, when ``content`` is capped.
 
     Returns:
         ``content`` itself when within the budget.
@@ -115,19 +142,36 @@ def fit_to_budget(content: str, budget_tokens: int, *, tool: str, input: dict[st
     half = int(budget_tokens * _BUDGET_CHARS_PER_TOKEN) // 2
     head = _cut_at_line(content[:half], keep="head")
     tail = _cut_at_line(content[len(content) - half:], keep="tail")
-    left_out = content[len(head): len(content) - len(tail)]
-    lines_total = content.count("\n") + (not content.endswith("\n"))
     head_lines = head.count("\n")
     tail_lines = tail.count("\n") + (not tail.endswith("\n") and bool(tail))
-    how = (f"read_file(path={blob_path!r}, offset={head_lines + 1}, limit=...) reads the rest of it in parts, "
+    if whole is None:
+        lines_total = content.count("\n") + (not content.endswith("\n"))
+        kept = f"The whole result ({lines_total:,} lines, {len(content):,} characters) is kept"
+    elif whole.kept_bytes >= whole.produced_bytes:
+        lines_total = whole.kept_lines
+        kept = f"The whole result ({lines_total:,} lines, {whole.produced_bytes:,} bytes) is kept"
+    else:
+        lines_total = whole.kept_lines
+        kept = (f"The {tool} output was {whole.produced_bytes:,} bytes; its first and last {whole.kept_bytes // 2:,} bytes "
+                f"({lines_total:,} lines, the middle marked as omitted) are kept")
+    hidden = max(lines_total - head_lines - tail_lines, 0)
+    how = (f"read_file(path={blob_path!r}, offset={head_lines + 1}, limit=...) reads what is not shown in parts, "
            f"and grep(pattern=..., path={blob_path!r}) searches it")
     if tool == "read_file" and isinstance(input.get("path"), str):
         how = (f"read the file in parts with read_file(path={input['path']!r}, offset=N, limit=M), "
                f"or search it with grep(pattern=..., path={input['path']!r}); this whole result is also at {blob_path}")
-    note = (f"\n[... {len(left_out):,} characters ({left_out.count(chr(10)):,} lines) of this {tool} result left out: "
-            f"it is over the {budget_tokens:,}-token budget of one tool result. Shown: lines 1-{head_lines} and the last "
-            f"{tail_lines} of {lines_total:,}. The whole result is kept: {how}.]\n")
+    note = (f"\n[... {hidden:,} lines of this {tool} result left out: it is over the {budget_tokens:,}-token budget of one "
+            f"tool result. Shown: lines 1-{head_lines:,} and the last {tail_lines:,} of {lines_total:,}. {kept}: {how}.]\n")
     return head + note + tail
+
+
+def kept_note(tool: str, whole: Whole, blob_path: str) -> str:
+    """The line added to a result the tool capped itself (within the budget): how big the
+    whole was and where it is kept, so the model can read what the cap left out."""
+    kept = (f"all {whole.kept_lines:,} lines of it are kept" if whole.kept_bytes >= whole.produced_bytes else
+            f"its first and last {whole.kept_bytes // 2:,} bytes ({whole.kept_lines:,} lines) are kept")
+    return (f"\n[the whole {tool} output was {whole.produced_bytes:,} bytes; {kept}: read_file(path={blob_path!r}, "
+            f"offset=N, limit=M) reads it in parts, and grep(pattern=..., path={blob_path!r}) searches it]\n")
 
 
 def _cut_at_line(text: str, *, keep: str) -> str:

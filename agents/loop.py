@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import anyio
 import msgspec
 
-from .budget import ContextConfig, clearable_calls, fit_to_budget, over_budget
+from .budget import ContextConfig, Whole, clearable_calls, fit_to_budget, kept_note, over_budget
 from .compacting import compact
 from .compaction import CompactionPolicy, ContextGauge
 from .context import ContextUse, over, prompt_tokens
@@ -345,7 +345,7 @@ class Agent:
         where = {}
         for call_id in ids:
             blob = self.history.result_blobs.get(call_id) or self._store_blob(results[call_id].content.encode("utf-8", "surrogateescape"))
-            where[call_id] = str(self.ctx.blob_dir / blob[:2] / blob[2:]) if self.ctx.blob_dir else f"blob {blob}"
+            where[call_id] = self._blob_where(blob)
         self.record(ev.ToolResultsCleared(where=where, tokens_before=self.context_use().tokens))
 
     def request_compaction(self, focus: str = "") -> None:
@@ -506,7 +506,10 @@ class Agent:
             if full is None:  # the whole text is kept as a blob the model may read
                 full = output.content.encode("utf-8", "surrogateescape")
                 blob = self._store_blob(full)
-            output = self._fit_to_budget(call, output, str(blob))
+            output = self._fit_to_budget(call, output, str(blob), full if output.full_output is not None else None)
+        elif full is not None and blob is not None:  # capped by the tool itself: say where the rest is
+            output = msgspec.structs.replace(output, content=output.content + kept_note(
+                call.name, Whole.of_blob(output.produced_bytes or len(full), full), self._blob_where(blob)))
         # What a tool produced may quote files, output or other agents' text: always data.
         self.record(ev.ToolFinished(
             call_id=call.id, tool=call.name, is_error=output.is_error, content=output.content, untrusted=True,
@@ -517,12 +520,18 @@ class Agent:
             timed_out=True if output.timed_out else ev.UNSET,
         ))
 
-    def _fit_to_budget(self, call: ToolCallBlock, output: ToolOutput, blob: str) -> ToolOutput:
+    def _blob_where(self, blob: str) -> str:
+        """A blob's path, as the model may read it."""
+        return str(self.ctx.blob_dir / blob[:2] / blob[2:]) if self.ctx.blob_dir else f"blob {blob}"
+
+    def _fit_to_budget(self, call: ToolCallBlock, output: ToolOutput, blob: str, full: bytes | None) -> ToolOutput:
         """The output cut to the tool-output budget (``agents.budget``); its whole text is
-        the blob ``blob``, which the note names by path."""
-        where = str(self.ctx.blob_dir / blob[:2] / blob[2:]) if self.ctx.blob_dir else f"blob {blob}"
+        the blob ``blob`` (``full``, when the tool had capped its output itself), which the
+        note names by path and counts."""
+        where = self._blob_where(blob)
+        whole = Whole.of_blob(output.produced_bytes or len(full), full) if full is not None else None
         fitted = fit_to_budget(output.content, self.context_config.tool_output_tokens, tool=call.name,
-                               input=call.input, blob_path=where)
+                               input=call.input, blob_path=where, whole=whole)
         return msgspec.structs.replace(output, content=fitted)
 
     # -- lifecycle points (agents.hooks): each a named call, a no-op without hooks ----------

@@ -57,7 +57,9 @@ class ToolOutput(msgspec.Struct, frozen=True):
     """What a tool call produced.
 
     ``content`` is what the model sees. ``full_output`` (bytes) is the untruncated output
-    when ``content`` was capped; the caller stores it as a blob. ``content`` is made
+    when ``content`` was capped; the caller stores it as a blob. ``produced_bytes`` is how
+    many bytes the tool produced in all, when that is more than ``full_output`` holds
+    (a command's stream past what is kept in memory; ``None``: ``full_output`` is whole). ``content`` is made
     encodable on creation (``printable``). ``exit_status`` is the
     process exit status for ``bash`` (negative: killed by that signal), else ``None``.
     """
@@ -68,6 +70,7 @@ class ToolOutput(msgspec.Struct, frozen=True):
     exit_status: int | None = None
     full_output: bytes | None = None
     timed_out: bool = False
+    produced_bytes: int | None = None
 
     def __post_init__(self) -> None:
         # Outside text (file names, command output) must reach the log and the wire

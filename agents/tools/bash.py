@@ -207,4 +207,5 @@ def _result(output: OutputBuffer, done: ProcessExit, timeout_s: float) -> ToolOu
         exit_status=done.exit_status,
         full_output=output.full() if output.capped else None,
         timed_out=done.timed_out,
+        produced_bytes=output.total_bytes if output.capped else None,
     )

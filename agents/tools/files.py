@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..core.conversation import ToolSpec
 from .base import Access, FileEdit, ToolContext, ToolInputError, ToolOutput
@@ -34,7 +34,10 @@ from .textfile import (
 __all__ = ["EditFileTool", "ReadFileTool", "WriteFileTool"]
 
 MAX_READ_FILE_BYTES = 2 * 1024 * 1024
-"""``read_file`` refuses files larger than this (2 MiB)."""
+"""``read_file`` reads files up to this size (2 MiB) whole; larger ones are streamed: the
+lines asked for are found by counting line ends in 1 MiB chunks, never loading the file."""
+
+_CHUNK = 1024 * 1024
 
 MAX_EDIT_FILE_BYTES = 8 * 1024 * 1024
 """``edit_file`` refuses files larger than this (8 MiB)."""
@@ -134,8 +137,8 @@ class ReadFileTool:
         description=(
             "Read a text file from the workspace. Returns its lines numbered like `cat -n` "
             "(line number, tab, line). Use offset (1-based first line) and limit (number of "
-            f"lines, default {DEFAULT_READ_LIMIT_LINES}) for long files. Refuses binary files "
-            f"and files over {MAX_READ_FILE_BYTES // (1024 * 1024)} MiB. Paths are relative to the workspace."
+            f"lines, default {DEFAULT_READ_LIMIT_LINES}) for long files; a file of any size is read "
+            "in parts this way. Refuses binary files. Paths are relative to the workspace."
         ),
         input_schema={
             "type": "object",
@@ -168,7 +171,9 @@ class ReadFileTool:
         offset = get_int(input, "offset", default=1, minimum=1)
         limit = get_int(input, "limit", default=DEFAULT_READ_LIMIT_LINES, minimum=1)
         name = display_path(path, ctx)
-        _existing_file(path, name, max_bytes=MAX_READ_FILE_BYTES, tool=self.name)
+        size = _existing_file(path, name, max_bytes=1 << 62, tool=self.name)
+        if size > MAX_READ_FILE_BYTES:
+            return _read_big(path, name, offset, limit)
         if ctx.blackboard is not None:
             data = ctx.blackboard.read(path, ctx.agent_id, MAX_READ_FILE_BYTES + 1)
         else:
@@ -184,23 +189,88 @@ class ReadFileTool:
             return ToolOutput(content=f"({name} is empty)")
         if offset > len(lines):
             raise ToolInputError(f"offset {offset} is past the end of {name} ({len(lines)} lines)")
-        shown: list[str] = []
-        chars = 0
-        for line in lines[offset - 1 : offset - 1 + limit]:
-            if len(line) > MAX_LINE_CHARS:
-                line = line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} characters]"
-            chars += len(line) + 8
-            if shown and chars > MAX_READ_OUTPUT_CHARS:
+        return _numbered_window(lines[offset - 1 : offset - 1 + limit], offset, len(lines))
+
+
+def _numbered_window(lines: Iterable[str], offset: int, total: int) -> ToolOutput:
+    """``lines`` (from line ``offset`` of ``total``) numbered, long lines and the output cut."""
+    shown: list[str] = []
+    chars = 0
+    for line in lines:
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} characters]"
+        chars += len(line) + 8
+        if shown and chars > MAX_READ_OUTPUT_CHARS:
+            break
+        shown.append(line)
+    out = number_lines(shown, offset)
+    last = offset - 1 + len(shown)
+    if last < total:
+        out += (
+            f"[output truncated: showed lines {offset}-{last} of {total}; "
+            f"pass offset={last + 1} to read on]\n"
+        )
+    return ToolOutput(content=out)
+
+
+def _read_big(path: Path, name: str, offset: int, limit: int, *, chunk: int = _CHUNK) -> ToolOutput:
+    """``read_file`` of a file over ``MAX_READ_FILE_BYTES``: lines ``offset`` to
+    ``offset + limit - 1`` and the file's line count, read in ``chunk``-byte chunks.
+
+    Raises:
+        BinaryFile: NUL bytes in the first 8 KiB.
+        ToolInputError: ``offset`` is past the end.
+    """
+    with open(path, "rb") as f:
+        if looks_binary(f.read(8192)):
+            raise BinaryFile(f"{name} is a binary file (NUL bytes in its first 8 KiB); read_file reads text only")
+        f.seek(0)
+        skipped = _skip_lines(f, offset - 1, chunk)
+        raw: list[bytes] = []
+        size = 0
+        while len(raw) < limit and size <= MAX_READ_OUTPUT_CHARS * 4:
+            line = f.readline()
+            if not line:
                 break
-            shown.append(line)
-        out = number_lines(shown, offset)
-        last = offset - 1 + len(shown)
-        if last < len(lines):
-            out += (
-                f"[output truncated: showed lines {offset}-{last} of {len(lines)}; "
-                f"pass offset={last + 1} to read on]\n"
-            )
-        return ToolOutput(content=out)
+            raw.append(line)
+            size += len(line)
+        rest = _count_lines(f, chunk)
+    total = skipped + len(raw) + rest
+    if not raw:
+        raise ToolInputError(f"offset {offset} is past the end of {name} ({total} lines)")
+    text = [line.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r") for line in raw]
+    if offset == 1:
+        text[0] = text[0].removeprefix("\ufeff")
+    return _numbered_window(text, offset, total)
+
+
+def _skip_lines(f: BinaryIO, n: int, chunk_bytes: int) -> int:
+    """Move ``f`` past its next ``n`` lines; the lines skipped (fewer at the end, where a
+    last line without its line end counts as one)."""
+    skipped, pos, last = 0, f.tell(), b"\n"
+    while skipped < n:
+        chunk = f.read(chunk_bytes)
+        if not chunk:
+            return skipped + (last != b"\n")
+        ends = chunk.count(b"\n")
+        if skipped + ends < n:
+            skipped, pos, last = skipped + ends, pos + len(chunk), chunk[-1:]
+            continue
+        at = -1
+        for _ in range(n - skipped):
+            at = chunk.index(b"\n", at + 1)
+        skipped, pos = n, pos + at + 1
+    f.seek(pos)
+    return skipped
+
+
+def _count_lines(f: BinaryIO, chunk_bytes: int) -> int:
+    """The lines from ``f``'s position to its end (a last line without its end counts)."""
+    count, last = 0, b"\n"
+    while chunk := f.read(chunk_bytes):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (last != b"\n")
 
 
 async def _preview(tool: str, fn: Any, input: dict[str, Any], ctx: ToolContext) -> str:

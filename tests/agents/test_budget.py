@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from musec.agents.budget import ContextConfig, clear_stub, clearable_calls, fit_to_budget
+from musec.agents.budget import (
+    ContextConfig,
+    Whole,
+    clear_stub,
+    clearable_calls,
+    fit_to_budget,
+    kept_note,
+)
 from musec.agents.core.conversation import Message, TextBlock, ToolCallBlock, ToolResultBlock
 
 
@@ -29,6 +36,24 @@ def test_over_the_budget_head_and_tail_whole_lines_and_a_note_how_to_read_the_re
     assert "1,000-token budget" in note and "/state/blobs/ab/cd" in note
     assert "read_file(path='/state/blobs/ab/cd', offset=" in note and "grep(" in note
     assert f"of {20_000:,}" in note
+
+
+def test_the_note_counts_what_the_tool_produced_not_what_it_showed():
+    """A command's output capped by the tool (its own marker in the middle) and then cut to
+    the budget: the note gives the whole output's bytes and lines and a read offset in the
+    blob (the fresh user's 50 MB case was told "10 lines left out ... of 15,003")."""
+    blob = "".join(f"y{i}\n" for i in range(1, 300_001)).encode()
+    shown = blob[:15_000].decode() + "\n[... 2,000,000 bytes omitted ...]\n" + blob[-15_000:].decode() + "exit status: 0"
+    out = fit_to_budget(shown, 1000, tool="bash", input={}, blob_path="/b/cd", whole=Whole.of_blob(len(blob), blob))
+    note = out.partition("\n[... ")[2].partition("]\n")[0]
+    head_lines = out.partition("\n[... ")[0].count("\n")
+    assert f"of {300_000:,}" in note and f"({300_000:,} lines, {len(blob):,} bytes) is kept" in note
+    assert f"offset={head_lines + 1}," in note and blob.decode().startswith(out.partition("\n[... ")[0])
+    lost = Whole(produced_bytes=50_000_000, kept_bytes=32 * 1024 * 1024, kept_lines=5_000_000)
+    note = fit_to_budget(shown, 1000, tool="bash", input={}, blob_path="/b/cd", whole=lost)
+    assert "was 50,000,000 bytes" in note and "first and last 16,777,216 bytes" in note and "of 5,000,000" in note
+    within = kept_note("bash", Whole.of_blob(len(blob), blob), "/b/cd")
+    assert f"was {len(blob):,} bytes" in within and "all 300,000 lines" in within and "read_file(path='/b/cd'" in within
 
 
 def test_a_read_file_result_points_at_the_file_itself():

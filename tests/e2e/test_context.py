@@ -49,6 +49,7 @@ def test_a_result_over_its_budget_is_cut_and_the_rest_read_from_its_blob(musec: 
     assert len(cut) < 1500 + 800, len(cut)
     assert "1\n2\n3\n" in cut and "19999\n20000\n" in cut
     assert "500-token budget" in cut and str(blob) in cut and "read_file(path=" in cut and "grep(" in cut
+    assert f"of {20_000:,}." in cut  # the whole output's lines, not those of the capped text
     assert "12345\n12346\n" not in cut
     assert "12345\t12345\n" in _result_text(requests[2].body) and "12346\t12346\n" in _result_text(requests[2].body)
     assert _result_text(requests[3].body).count("\n") >= 10

@@ -6,9 +6,13 @@ import hashlib
 import os
 import stat
 
+import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from musec.agents.tools import EditFileTool, ReadFileTool, ToolContext, WriteFileTool
-from musec.agents.tools.files import DEFAULT_READ_LIMIT_LINES, MAX_READ_FILE_BYTES
+from musec.agents.tools.base import ToolInputError
+from musec.agents.tools.files import DEFAULT_READ_LIMIT_LINES, MAX_READ_FILE_BYTES, _read_big
 
 pytestmark = pytest.mark.anyio
 
@@ -59,12 +63,47 @@ async def test_read_refuses_binary(ctx: ToolContext) -> None:
     assert result.is_error and "binary" in result.content
 
 
-async def test_read_refuses_files_over_the_cap(ctx: ToolContext) -> None:
-    with open(ctx.workspace / "huge.txt", "wb") as f:
+async def test_a_file_over_the_whole_read_size_is_read_in_parts(ctx: ToolContext) -> None:
+    """A file over 2 MiB is streamed: the lines asked for, numbered, and the true count."""
+    lines = [f"row {i} " + "x" * (i % 200) for i in range(1, 40_001)]
+    (ctx.workspace / "huge.txt").write_text("\n".join(lines) + "\n")
+    assert (ctx.workspace / "huge.txt").stat().st_size > MAX_READ_FILE_BYTES
+    result = await read_file.run({"path": "huge.txt", "offset": 31_337, "limit": 3}, ctx)
+    assert not result.is_error, result.content
+    assert result.content == "".join(f"{i:6d}\t{lines[i - 1]}\n" for i in range(31_337, 31_340)) + \
+        "[output truncated: showed lines 31337-31339 of 40000; pass offset=31340 to read on]\n"
+    first = await read_file.run({"path": "huge.txt"}, ctx)
+    assert first.content.startswith("     1\trow 1 x\n") and "of 40000;" in first.content
+    past = await read_file.run({"path": "huge.txt", "offset": 40_001}, ctx)
+    assert past.is_error and "(40000 lines)" in past.content
+    with open(ctx.workspace / "sparse.bin", "wb") as f:
         f.truncate(MAX_READ_FILE_BYTES + 1)
-    result = await read_file.run({"path": "huge.txt"}, ctx)
-    assert result.is_error
-    assert "2 MiB" in result.content and "grep" in result.content
+    assert "binary" in (await read_file.run({"path": "sparse.bin"}, ctx)).content
+
+
+_LINE = st.text(st.characters(blacklist_characters="\n\x00", blacklist_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(_LINE, max_size=40), end=st.sampled_from(["", "\n", "\r\n"]), offset=st.integers(1, 45),
+       limit=st.integers(1, 50), chunk=st.integers(1, 64))
+def test_the_streamed_read_matches_the_whole_read(tmp_path_factory, lines, end, offset, limit, chunk) -> None:
+    """Any text, offset, limit and chunk size: the streamed read of big files gives what the
+    whole read gives (output or error) for the same file."""
+    ws = tmp_path_factory.mktemp("ws")
+    path = ws / "f.txt"
+    body = end.join(lines) + (end if lines else "")
+    path.write_bytes(body.encode())
+    ctx = ToolContext(workspace=ws, env={})
+    whole = anyio.run(read_file.run, {"path": "f.txt", "offset": offset, "limit": limit}, ctx)
+    if body == "":
+        return  # an empty file is never over the whole read's size
+    try:
+        streamed = _read_big(path, "f.txt", offset, limit, chunk=chunk).content
+    except ToolInputError as exc:
+        assert whole.is_error and str(exc) in whole.content
+    else:
+        assert streamed == whole.content
 
 
 @pytest.mark.parametrize(
