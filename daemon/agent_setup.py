@@ -88,7 +88,7 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
     if req.agents:
         scout = _scout_agent(deps, session, req, credentials) if "scout" in req.agents and req.agents_model else None
         session.background = make_roles(session, session.blackboard, Path(req.workspace).resolve(), list(req.agents),
-                                        sandbox_wrap(req), scout)
+                                        sandbox_wrap(req, deps.paths), scout)
         extra.append(AskAgentTool(session.ask_agent))
     suffix = ""
     if req.kernel_spec:
@@ -158,7 +158,7 @@ def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials:
                            extra_tools=extra, prompt_suffix=prompt_suffix)
 
     return FanOut(session, Path(req.workspace), deps.paths.state, make_worker, session.workers,
-                  lambda: iter_events(session.log.path), wrap=sandbox_wrap(req))
+                  lambda: iter_events(session.log.path), wrap=sandbox_wrap(req, deps.paths))
 
 
 _SCOUT_PROMPT = """
@@ -202,9 +202,10 @@ def _critic(deps: AgentDeps, session: Session, req: p.StartSession, credentials:
     return critic
 
 
-def sandbox_wrap(req: p.StartSession) -> Any:
+def sandbox_wrap(req: p.StartSession, paths: Any) -> Any:
     """``(argv, cwd) -> argv`` running a command (the tests of the verifier or of an
-    integration) in the same sandbox as the agents' commands; ``None`` with no sandbox."""
+    integration) in the same sandbox as the agents' commands, musec's own config and state
+    (``paths``, a ``daemon.paths.Paths``) read-only; ``None`` with no sandbox."""
     from musec.agents.tools.base import SandboxPolicy
     from musec.agents.tools.sandbox import bwrap_argv, find_bwrap
 
@@ -217,7 +218,9 @@ def sandbox_wrap(req: p.StartSession) -> Any:
     env = {**tool_env(), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def wrap(argv: list[str], cwd: Path) -> list[str]:
-        return bwrap_argv(SandboxPolicy(), cwd, env, argv, bwrap=bwrap)
+        return bwrap_argv(protected, cwd, env, argv, bwrap=bwrap)
+
+    protected = SandboxPolicy(read_only=(str(paths.config), str(paths.state)))
 
     return wrap
 
@@ -254,7 +257,8 @@ def build_agent(
         workspace=workspace,
         env=tool_env(),
         sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval), read_deny=policy.read_deny_globs(),
-                              proxy_socket=net_proxy_socket(session, policy) if mode == "bwrap" else ""),
+                              proxy_socket=net_proxy_socket(session, policy) if mode == "bwrap" else "",
+                              read_only=(str(deps.paths.config), str(deps.paths.state))),
         state_dir=deps.paths.state,
         agent_id=agent_id,
         blackboard=session.blackboard,

@@ -89,6 +89,10 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     ``proxy_socket``: the session's network proxy (``daemon/netproxy.py``) when ``net``
     rules open the network for some hosts; with bwrap the network stays unshared and
     commands reach the proxy through ``netbridge``.
+    ``read_only``: absolute folders no tool writes even inside the workspace (musec's own
+    config and state: a session in ``$HOME`` must not rewrite its permission rules or
+    another session's log); a folder that holds the workspace itself (a worker's worktree
+    lives under the state folder) protects what is outside the workspace only.
     """
 
     mode: str = "bwrap"
@@ -97,6 +101,7 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     writable_roots: tuple[str, ...] = ()
     read_deny: tuple[str, ...] = ()
     proxy_socket: str = ""
+    read_only: tuple[str, ...] = ()
 
 
 class ToolContext(msgspec.Struct):

@@ -11,7 +11,7 @@ from typing import Any
 import anyio.to_thread
 
 from .base import ToolContext, ToolInputError, ToolOutput
-from .paths import resolve_tool_path
+from .paths import is_within, resolve_tool_path
 
 __all__ = [
     "error_output",
@@ -134,7 +134,23 @@ def writable_path(raw: object, ctx: ToolContext, tool: str) -> Path:
             "the workspace is read-only until the plan is approved"
         )
     refuse_if_read_only(ctx, tool)
-    return resolve_tool_path(raw, ctx)
+    path = resolve_tool_path(raw, ctx)
+    refuse_if_protected(path, ctx, tool)
+    return path
+
+
+def refuse_if_protected(path: Path, ctx: ToolContext, tool: str) -> None:
+    """Raise ``ToolInputError`` when ``path`` (resolved) is in a folder of
+    ``ctx.sandbox.read_only`` that does not hold the workspace (musec's own config and
+    state)."""
+    workspace = os.path.realpath(ctx.workspace)
+    for folder in ctx.sandbox.read_only:
+        real = os.path.realpath(folder)
+        if is_within(str(path), real) and not is_within(workspace, real):
+            raise ToolInputError(
+                f"{tool} may not write {path}: it is in musec's own {real} (its config and state are never "
+                "written by tools); change it yourself if you mean to"
+            )
 
 
 async def run_in_thread(tool: str, fn: Callable[..., ToolOutput], *args: Any) -> ToolOutput:

@@ -20,6 +20,7 @@ from pathlib import Path
 from .base import SandboxPolicy
 from .errors import SandboxUnavailable
 from .globmatch import compile_glob
+from .paths import is_within
 
 __all__ = [
     "BWRAP_INSTALL_HINT",
@@ -28,6 +29,7 @@ __all__ = [
     "bwrap_failure",
     "find_bwrap",
     "hidden_paths",
+    "protected_folders",
     "scrub_env",
     "seatbelt_argv",
     "seatbelt_profile",
@@ -186,8 +188,12 @@ def bwrap_argv(
     argv += ["--cap-drop", "ALL"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     argv += ["--ro-bind" if policy.profile == "read-only" else "--bind", ws, ws]
+    writable = [] if policy.profile == "read-only" else [ws]
     for root in _writable_roots(policy, ws):
         argv += ["--bind-try", root, root]
+        writable.append(root)
+    for folder in protected_folders(policy, writable):
+        argv += ["--ro-bind-try", folder, folder]
     for path, is_dir in hidden_paths(policy.read_deny, ws) if policy.read_deny else ():
         argv += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
     if policy.proxy_socket and not policy.network:
@@ -199,6 +205,18 @@ def bwrap_argv(
         argv += ["--setenv", key, value]
     argv += ["--chdir", ws, "--", *command]
     return argv
+
+
+def protected_folders(policy: SandboxPolicy, writable: Sequence[str]) -> list[str]:
+    """The folders of ``policy.read_only`` (resolved) that lie inside a writable root and do
+    not hold it: those a sandbox must make read-only again. Others are read-only (or not
+    mounted) already, and one that holds the workspace protects nothing inside it."""
+    out = []
+    for folder in policy.read_only:
+        real = os.path.realpath(folder)
+        if any(is_within(real, root) and real != root for root in writable) and real not in out:
+            out.append(real)
+    return out
 
 
 def _system_python() -> str:
@@ -275,6 +293,8 @@ def seatbelt_profile(
     if writable:
         subpaths = " ".join(f"(subpath {_sbpl_string(p)})" for p in dict.fromkeys(writable))
         lines.append(f"(allow file-write* {subpaths})")
+        for folder in protected_folders(policy, writable):  # a later rule wins in SBPL
+            lines.append(f"(deny file-write* (subpath {_sbpl_string(folder)}))")
     for path, is_dir in hidden_paths(policy.read_deny, ws) if policy.read_deny else ():
         kind = "subpath" if is_dir else "literal"
         lines.append(f"(deny file-read* ({kind} {_sbpl_string(path)}))")

@@ -67,3 +67,32 @@ def test_damaged_logs_are_reported_not_hidden(musec: Musec, buggy_repo: Path, tm
     assert listed["0000000empty-000000"] == "broken"
     resumed = musec("run", "--resume", sid, "more")
     assert resumed.returncode == 1 and "(seq 3) is damaged" in resumed.stderr and "Traceback" not in resumed.stderr
+
+
+def test_a_session_whose_workspace_holds_musec_home_cannot_change_it(tmp_path: Path) -> None:
+    """A workspace holding MUSEC_HOME (a session in ``$HOME`` with default paths): the model's
+    edit of the permission config is refused, its command cannot touch another session's
+    log, and both stay as they were (the fresh user's F-6 wrote both)."""
+    import shutil
+    import tempfile
+
+    ws = Path(tempfile.mkdtemp(prefix="ws", dir="/tmp"))
+    runner = Musec(ws / "h")
+    try:
+        first = _run(runner, ws, tmp_path, [[{"text": "first"}]])["session_id"]
+        log = ws / "h" / "state" / "sessions" / f"{first}.jsonl"
+        config = ws / "h" / "config" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text('[permissions]\ndeny = ["read(*.secret)"]\n')
+        before = log.read_bytes()
+        result = _run(runner, ws, tmp_path, [
+            [{"tool": "write_file", "input": {"path": "h/config/config.toml", "content": '[permissions]\nallow = ["*"]\n'}}],
+            [{"tool": "bash", "input": {"command": f"echo junk >> h/state/sessions/{first}.jsonl; echo ok > mine.txt"}}],
+            [{"text": "tried"}]], env={"MUSEC_HOME": str(ws / "h")})
+        assert result["exit_reason"] == "finished"
+        assert config.read_text() == '[permissions]\ndeny = ["read(*.secret)"]\n' and log.read_bytes() == before
+        assert (ws / "mine.txt").read_text() == "ok\n"
+        assert runner("log", "verify", first).returncode == 0
+    finally:
+        runner.stop()
+        shutil.rmtree(ws, ignore_errors=True)
