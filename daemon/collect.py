@@ -1,4 +1,6 @@
-"""Collection (``musec gc``): removing ended sessions, their worktrees, and unreferenced blobs.
+"""Collection (``musec gc``): removing ended sessions, their worktrees, their plan documents
+and kernel campaign results (``state/plans/<id>.md``, ``state/kernels/<id>/``), and
+unreferenced blobs.
 
 Live sessions are never touched, and a session whose worker worktree holds uncommitted
 work is kept whole (its integration worktree and branches too), with the reason and how
@@ -7,6 +9,7 @@ to rescue the work.
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -45,11 +48,12 @@ def collect(index: SessionIndex, state_dir: Path, blobs_dir: Path, older_than_s:
         if why:
             kept.append(f"{info.id}: {why}")
             continue  # a worker worktree holds uncommitted work: keep the whole session
-        for extra in (path, path.with_name(path.name + ".torn")):
+        for extra in (path, path.with_name(path.name + ".torn"), state_dir / "plans" / f"{info.id}.md"):
             if extra.exists():
                 size += extra.stat().st_size
                 if not dry_run:
                     extra.unlink()
+        size += _remove_tree(state_dir / "kernels" / info.id, dry_run)
         removed.append(info.id)
         sizes.append(size)
         freed += size
@@ -74,6 +78,16 @@ def _remove_worktrees(state_dir: Path, info: p.SessionInfo, dry_run: bool) -> tu
         log.info("worktrees_kept", session_id=info.id, kept=removal.message)
         return removal.message.replace("\n", "; "), 0
     return "", removal.bytes
+
+
+def _remove_tree(folder: Path, dry_run: bool) -> int:
+    """Remove ``folder`` (``dry_run``: only size it); its bytes."""
+    if not folder.is_dir():
+        return 0
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    if not dry_run:
+        shutil.rmtree(folder, ignore_errors=True)
+    return size
 
 
 def _collect_blobs(sessions_dir: Path, blobs_dir: Path) -> int:
