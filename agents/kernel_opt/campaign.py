@@ -173,9 +173,12 @@ def summary(entry: Entry, board: Leaderboard) -> str:
             part += f" {s.GBps:.2f}GB/s {s.TFLOPs:.4f}TFLOP/s"
         lines.append(part)
     if ev.correct:
-        lines.append(f"timing: {ev.timing}" + (f"; speedup {ev.speedup:.3f}x (geometric mean over shapes)" if ev.speedup else ""))
+        noise = f", noise +-{ev.noise:.1%}" if ev.noise else ""
+        lines.append(f"timing: {ev.timing}" + (f"; speedup {ev.speedup:.3f}x (geometric mean over shapes{noise})" if ev.speedup else ""))
     if entry.commit:
         lines.append(f"new best: kept as commit {entry.commit[:12]}")
+    elif ev.correct and ev.speedup and entry is not board.best:
+        lines.append("not a new best: not faster than the best so far (or the baseline) by more than the noise")
     best = board.best
     lines.append(f"best so far: {best.evaluation.speedup:.3f}x (#{best.n})" if best else "best so far: none")
     return "\n".join(lines)

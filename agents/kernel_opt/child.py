@@ -133,10 +133,10 @@ def _time_all(req, kernel, baseline, make_inputs, result) -> None:
         base()  # lets a baseline finish its lazy imports before the scope is made
         cand = _scoped(kernel, args, kwargs, candidate_scope(req["forbidden"]))
         if req["timing_method"] == "wall_clock":
-            tc, tb = time_wall_clock(cand, base, warmup, repeats)
+            tc, tb, row["noise"] = time_wall_clock(cand, base, warmup, repeats)
             row["timing"] = "wall_clock"
         else:
-            tc, tb, row["timing"] = time_cuda(cand, base, warmup, repeats)
+            tc, tb, row["timing"], row["noise"] = time_cuda(cand, base, warmup, repeats)
         row["candidate_us"], row["baseline_us"] = tc * 1e6, tb * 1e6
         row["speedup"] = tb / tc if tc > 0 else None
         if work is not None:

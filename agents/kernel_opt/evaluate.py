@@ -49,6 +49,7 @@ class ShapeResult(msgspec.Struct, frozen=True, omit_defaults=True):
     candidate_us: float | None = None
     baseline_us: float | None = None
     speedup: float | None = None
+    noise: float | None = None
     GBps: float | None = None
     TFLOPs: float | None = None
 
@@ -66,6 +67,8 @@ class Evaluation(msgspec.Struct, frozen=True, omit_defaults=True):
         timing: wall_clock, cuda_graph, cuda_events or "not measured".
         candidate_us, baseline_us: geometric means over shapes of the median times (us).
         speedup: baseline / candidate (geometric mean over shapes); only when correct and timed.
+        noise: the largest per-shape spread of the paired rounds' ratios (``measure.ratio_spread``):
+            a speedup within it of another is not told apart from it.
         baseline: which baseline was timed.
         device: cpu, cuda, or "cpu (Triton interpreter)".
         tool_calls: the campaign's tool-call count when this evaluation ran.
@@ -81,6 +84,7 @@ class Evaluation(msgspec.Struct, frozen=True, omit_defaults=True):
     candidate_us: float | None = None
     baseline_us: float | None = None
     speedup: float | None = None
+    noise: float | None = None
     baseline: str = ""
     device: str = ""
     tool_calls: int = 0
@@ -180,15 +184,16 @@ def evaluate_kernel(
 def _from_child(raw: dict[str, Any], base: dict[str, Any], device: str, wall: float) -> Evaluation:
     shapes = [msgspec.convert(s, ShapeResult) for s in raw.get("shapes", [])]
     status = raw.get("status", "error")
-    speedup = cand_us = base_us = None
+    speedup = cand_us = base_us = noise = None
     timing = raw.get("timing", NOT_MEASURED) if status == "correct" else NOT_MEASURED
     if status == "correct" and timing != NOT_MEASURED:
         cand_us = geomean([s.candidate_us for s in shapes if s.candidate_us])
         base_us = geomean([s.baseline_us for s in shapes if s.baseline_us])
         speedup = geomean([s.speedup for s in shapes if s.speedup])
+        noise = max((s.noise for s in shapes if s.noise is not None), default=None)
     return Evaluation(
         **base, status=status, reason=raw.get("reason"), shapes=shapes, timing=timing,
-        candidate_us=cand_us, baseline_us=base_us, speedup=speedup,
+        candidate_us=cand_us, baseline_us=base_us, speedup=speedup, noise=noise,
         baseline=raw.get("baseline", ""), device=device, eval_s=wall, notes=raw.get("notes", []),
     )  # fmt: skip
 

@@ -28,6 +28,10 @@ class Entry(msgspec.Struct, frozen=True):
     commit: str | None = None
 
 
+#: The least relative gain over the best so far that counts as an improvement.
+MIN_GAIN = 0.01
+
+
 class Leaderboard:
     """Evaluations in order, the best correct one, and whether each improved on the best."""
 
@@ -36,10 +40,13 @@ class Leaderboard:
         self.best: Entry | None = None
 
     def improves(self, ev: Evaluation) -> bool:
-        """Would ``ev`` become the new best? (correct, timed, and faster than the best so far)."""
+        """Would ``ev`` become the new best? Correct, timed, and faster than the best so far
+        (the baseline, 1.0x, before any) by more than the measurement's noise and at least
+        ``MIN_GAIN``: an untouched candidate timed at 1.046x is noise, not a speedup."""
         if not ev.correct or ev.speedup is None:
             return False
-        return self.best is None or ev.speedup > (self.best.evaluation.speedup or 0.0)
+        floor = max(1.0, self.best.evaluation.speedup or 0.0) if self.best is not None else 1.0
+        return ev.speedup > floor * (1 + max(MIN_GAIN, ev.noise or 0.0))
 
     def add(self, ev: Evaluation, commit: str | None = None) -> Entry:
         """Append an evaluation (with the commit that kept it, if any); return its entry."""

@@ -7,7 +7,8 @@ finite. A tensor passes when it has no such non-finite value and either its maxi
 error is at most ``abs_floor`` or its relative RMS error is below the tolerance.
 
 Timing: candidate and baseline are timed in the same process, the same way, interleaved
-(round r times both, order alternating), and each gets the median over rounds:
+(round r times both, order alternating), and each gets the median over rounds; the spread
+of the per-round ratios (``ratio_spread``) says how much of a speedup is noise:
 ``wall_clock`` (``time.perf_counter`` around one call; the CPU example) or ``cuda_graph`` (one
 call captured in a CUDA graph, replays timed with CUDA events; if either side cannot be
 captured both fall back to CUDA events around eager calls).
@@ -78,10 +79,22 @@ def _metrics(r, o, abs_floor: float) -> dict[str, Any]:
     }
 
 
+def ratio_spread(tc: list[float], tb: list[float]) -> float:
+    """The noise of a speedup measured in paired rounds: half the interquartile range of the
+    per-round ratios ``tb[r] / tc[r]``, relative to their median (0.05: about +-5 %).
+    0.0 with fewer than 4 rounds (too few to tell)."""
+    ratios = sorted(b / c for c, b in zip(tc, tb, strict=True) if c > 0)
+    if len(ratios) < 4:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return (q3 - q1) / 2 / statistics.median(ratios)
+
+
 def time_wall_clock(
     cand: Callable[[], Any], base: Callable[[], Any], warmup: int, repeats: int
-) -> tuple[float, float]:
-    """Median wall-clock seconds of one call of each, interleaved (CPU).
+) -> tuple[float, float, float]:
+    """Median wall-clock seconds of one call of each, interleaved (CPU), and the
+    ``ratio_spread`` of the rounds.
 
     A sample is ``k`` back-to-back calls (``k`` chosen per callable so a sample lasts about a
     millisecond) divided by ``k``, so fast calls are not lost in the clock's resolution.
@@ -99,7 +112,7 @@ def time_wall_clock(
             for _ in range(k):
                 fn()
             acc.append((time.perf_counter() - t0) / k)
-    return statistics.median(tc), statistics.median(tb)
+    return statistics.median(tc), statistics.median(tb), ratio_spread(tc, tb)
 
 
 def _calls_per_sample(fn: Callable[[], Any], target_s: float = 1e-3) -> int:
@@ -111,8 +124,9 @@ def _calls_per_sample(fn: Callable[[], Any], target_s: float = 1e-3) -> int:
 
 def time_cuda(
     cand: Callable[[], Any], base: Callable[[], Any], warmup: int, repeats: int
-) -> tuple[float, float, str]:
-    """Median seconds of one call of each on the GPU: CUDA graphs for both, or events for both."""
+) -> tuple[float, float, str, float]:
+    """Median seconds of one call of each on the GPU (CUDA graphs for both, or events for
+    both), the method, and the ``ratio_spread`` of the rounds."""
     import torch
 
     for _ in range(max(1, warmup)):
@@ -129,7 +143,7 @@ def time_cuda(
     for r in range(repeats):
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
             times[i].append(_event_time_s(runners[i], iters=10))
-    return statistics.median(times[0]), statistics.median(times[1]), method
+    return statistics.median(times[0]), statistics.median(times[1]), method, ratio_spread(times[0], times[1])
 
 
 def _graph_runner(fn: Callable[[], Any]) -> Callable[[], Any]:

@@ -36,7 +36,7 @@ def scripted_evaluator(results):
 def test_board_keeps_best_commits_improvements_and_survives_a_resume(repo, tmp_path):
     spec = load_spec("cpu-example")
     sink = JsonlSink(tmp_path / "state" / "evaluations.jsonl")
-    results = [("correct", 1.0), ("incorrect", None), ("correct", 3.0), ("correct", 2.0), ("refused", None), ("correct", 4.5)]
+    results = [("correct", 1.5), ("incorrect", None), ("correct", 3.0), ("correct", 2.0), ("refused", None), ("correct", 4.5)]
     camp = Campaign(spec, repo, tmp_path / "out", sink=sink, evaluator=scripted_evaluator(results))
     cand = camp.prepare()
     assert cand.read_text() == (Path(spec.spec_dir) / "start.py").read_text()
@@ -51,14 +51,14 @@ def test_board_keeps_best_commits_improvements_and_survives_a_resume(repo, tmp_p
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert git(repo, "status", "--porcelain").strip() == "?? candidate.py"
     log = git(repo, "log", "--format=%s", branch_name("cpu-example")).splitlines()
-    assert log == ["cpu-example: 3.000x over the baseline (was 1.000x)", "cpu-example: 1.000x over the baseline", "start"]
+    assert log == ["cpu-example: 3.000x over the baseline (was 1.500x)", "cpu-example: 1.500x over the baseline", "start"]
     shown = git(repo, "show", f"{branch_name('cpu-example')}:candidate.py")
     assert shown == "# version 2\n"
     # Outputs: CSV rows in order, a PNG.
     with open(tmp_path / "out" / "leaderboard.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["status"] for r in rows] == ["correct", "incorrect", "correct", "correct"]
-    assert [r["best_speedup"] for r in rows] == ["1.0", "1.0", "3.0", "3.0"] and rows[1]["speedup"] == ""
+    assert [r["best_speedup"] for r in rows] == ["1.5", "1.5", "3.0", "3.0"] and rows[1]["speedup"] == ""
     assert (tmp_path / "out" / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Resume: a new campaign replays the recorded entries and goes on with the same board.
     with open(sink.path, "ab") as fh:
@@ -95,3 +95,26 @@ def test_plot_writes_a_png_for_any_board(tmp_path, n):
                              speedup=1 + i / 10 if i % 3 else None, tool_calls=i * 4))
     png = board.plot(tmp_path / f"p{n}.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_speedup_within_the_noise_is_not_a_new_best():
+    """The fresh user's untouched candidate, timed at 1.046x with +-6 % noise, was committed
+    as a new best; a gain must beat the best so far (the baseline before any) by more than
+    the measurement's noise and at least 1 %."""
+    def ev(speedup, noise=None):
+        return Evaluation("c.py", "a" * 64, "correct", timing="wall_clock", speedup=speedup, noise=noise)
+
+    board = Leaderboard()
+    assert not board.improves(ev(1.046, 0.06)) and not board.improves(ev(1.005)) and not board.improves(ev(0.7))
+    assert board.improves(ev(1.2, 0.05))
+    board.add(ev(1.2, 0.05))
+    assert not board.improves(ev(1.25, 0.05)) and board.improves(ev(1.3, 0.05)) and board.improves(ev(1.22, 0.0))
+
+
+def test_the_noise_is_the_spread_of_the_paired_ratios():
+    from musec.agents.kernel_opt.measure import ratio_spread
+
+    assert ratio_spread([1.0] * 8, [2.0] * 8) == 0.0
+    assert ratio_spread([1.0, 1.0], [1.0, 3.0]) == 0.0  # too few rounds to tell
+    wide = ratio_spread([1.0] * 8, [0.8, 1.2, 0.9, 1.1, 0.8, 1.2, 0.9, 1.1])
+    assert 0.1 < wide < 0.2

@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # each evaluation is a process that imports torch (seconds)
 
-TIMES = ("eval_s", "candidate_us", "baseline_us", "speedup", "GBps", "TFLOPs")
+TIMES = ("eval_s", "candidate_us", "baseline_us", "speedup", "GBps", "TFLOPs", "noise")
 
 
 def _comparable(ev) -> dict:
