@@ -51,6 +51,7 @@ log = structlog.get_logger("musec.session")
 SUBSCRIBER_BUFFER = 512
 INPUT_BUFFER = 64
 MAX_REVIEW_ROUNDS = 2  # times the reviewer may send a finished turn back
+VERIFY_WAIT_S = 5.0  # the most a finished turn waits for the verifier's run on its edits
 _KICK = "\0start a turn"  # an input that starts a turn with no person's message (Session.kick)
 
 
@@ -373,8 +374,11 @@ class Session:
 
         outcome = await run_agent(self, pending_plan)
         reviewer = self.background.get("reviewer")
+        verifier = self.background.get("verifier")
         rounds = 0
         while reviewer is not None and outcome.exit_reason == "finished" and rounds < MAX_REVIEW_ROUNDS:
+            if verifier is not None:  # a quick suite's verdict on the turn's edits first
+                await verifier.settled(VERIFY_WAIT_S)
             findings = await reviewer.review()
             if not findings:
                 break

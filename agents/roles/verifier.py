@@ -60,6 +60,10 @@ class Verifier(BackgroundAgent):
         self.snapshot: Path | None = None
         self._told: set[str] = set()  # escalated from narrowed runs before the baseline was known
         self._full_due = False
+        self._seen = 0  # live edits received
+        self._checked = 0  # of those, how many a finished check covered
+        self._idle = False  # no test command: nothing will ever be checked
+        self._progress: anyio.Event | None = None  # made by a waiter (an Event needs a running loop)
 
     def on_own_baseline_snapshot(self, event: BaselineSnapshot, *, live: bool) -> None:
         """On resume, the copy a daemon that stopped kept is where the baseline runs.
@@ -87,9 +91,30 @@ class Verifier(BackgroundAgent):
         """Live, to the inbox; on resume, an edit after the last test run (the daemon
         stopped before the run) is tested as soon as the session resumes."""
         super().on_workspace_edit(event, live=live)
-        if not live:
+        if live:
+            self._seen += 1
+        else:
             self.changed.add(event.path)
             self.pending_edit = True
+
+    async def settled(self, timeout_s: float) -> bool:
+        """Wait until every edit received so far has been checked (debounced and tested),
+        at most ``timeout_s`` seconds: the session waits for this before the reviewer judges
+        a finished turn, so a quick suite's verdict on the turn's edits is in. ``False``
+        when the time ran out (a slow suite's verdict comes later, as a message)."""
+        with anyio.move_on_after(timeout_s):
+            while self._checked < self._seen and not self._idle:
+                if self._progress is None:
+                    self._progress = anyio.Event()
+                await self._progress.wait()
+            return True
+        return False
+
+    def _checked_upto(self, seen: int) -> None:
+        self._checked = max(self._checked, seen)
+        progress, self._progress = self._progress, None
+        if progress is not None:
+            progress.set()
 
     async def run(self) -> None:
         """Start the baseline beside the main agent (unless resumed with one), then test
@@ -99,6 +124,8 @@ class Verifier(BackgroundAgent):
         command = detect_test_command(self.workspace, None, python="python3")
         if command is None:
             self.state = "idle: no test command found"
+            self._idle = True
+            self._checked_upto(self._seen)
             self.ready.set()
             async for _ in self._inbox:
                 pass
@@ -167,7 +194,9 @@ class Verifier(BackgroundAgent):
                 continue
             self._note_edit(event)
             await self._settle()
+            seen = self._seen
             await self._check(command)
+            self._checked_upto(seen)
 
     def _note_edit(self, event: FileEdited) -> None:
         self.changed.add(event.path)

@@ -210,3 +210,25 @@ def test_a_slow_suite_never_holds_the_main_agent_back(musec: Musec, tmp_path: Pa
     events = [json.loads(x) for x in musec("log", json.loads(proc.stdout)["session_id"], "--json").stdout.splitlines()]
     assert not [e for e in events if e["type"] == "test_run" and not e.get("narrowed")]  # the baseline never ended
     assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "finished"
+
+
+def test_a_finished_turn_that_broke_the_tests_is_sent_back(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    """The fresh user's case: the turn breaks a passing test and says it is done at once.
+    The reviewer judges it after the verifier's run on the edit is in, so the new failure
+    sends the turn back (before, the review came first, found nothing, and the run ended
+    'finished' with the tests failing)."""
+    repo = _green_repo(buggy_repo)
+    script = tmp_path / "break.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "edit_file", "input": {"path": "pager.py", "old_string": FIXED, "new_string": BUGGY}}],
+        [{"text": "I broke it, done."}],
+        [{"text": "REACTING to the review"}],
+    ]}))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "verifier,reviewer",
+                 "--output-format", "json", "change page", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    events = [json.loads(x) for x in musec("log", result["session_id"], "--json").stdout.splitlines()]
+    sent_back = [e for e in events if e["type"] == "agent_message" and e["from"] == "reviewer"]
+    assert result["result"] == "REACTING to the review", [(e["type"], e.get("trigger"), e.get("passed")) for e in events]
+    assert len(sent_back) == 1 and "test_first_page" in sent_back[0]["body"]
