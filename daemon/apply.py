@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("musec.daemon")
 
 
-def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> p.Applied:
-    """Merge the session's latest integration into the person's branch (git only).
+def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> tuple[p.Applied, str]:
+    """Merge the session's latest integration into the person's branch (git only); the
+    reply and the person's working tree.
 
     Runs in a worker thread and records nothing: for a live session the caller logs
     ``integration_applied`` from the reply, on the event loop.
@@ -50,14 +51,33 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
     here = _already_applied(workspace, integration.head)
     if here is not None:  # applying twice is applying once
         branch, head = here
-        return p.Applied(id=request_id, session_id=sid, branch=branch, old_head=head, new_head=head, how="up-to-date")
+        return p.Applied(id=request_id, session_id=sid, branch=branch, old_head=head, new_head=head,
+                         how="up-to-date"), workspace
     try:
         result = apply(workspace, integration.branch, expected_head=integration.base_head or "",
                        snapshot=integration.base_commit if integration.snapshot else None)
     except WorkerError as exc:
         raise BadRequest(str(exc)) from exc
     return p.Applied(id=request_id, session_id=sid, branch=result.branch, old_head=result.old_head,
-                     new_head=result.new_head, how=result.how)
+                     new_head=result.new_head, how=result.how), workspace
+
+
+def remove_applied_worktrees(workspace: str, state_dir: Path, session_id: str) -> None:
+    """After an ended session's integration is applied (and logged): its worktrees and
+    branches go, their commits being on the person's branch now; a worktree holding
+    uncommitted work keeps them all, as ``musec gc`` does (``remove_worktrees``). A live
+    session keeps its own until it ends and gc runs: its worker names may not be reused."""
+    from musec.agents.workers import WorkerError, remove_worktrees
+
+    if not (state_dir / "worktrees" / session_id).exists():
+        return
+    try:
+        removal = remove_worktrees(workspace, state_dir, session_id)
+    except (WorkerError, OSError) as exc:
+        log.warning("worktrees_not_removed", session_id=session_id, error=str(exc))
+        return
+    if removal.kept:
+        log.info("worktrees_kept", session_id=session_id, kept=removal.message)
 
 
 def _already_applied(workspace: str, head: str) -> tuple[str, str] | None:

@@ -164,9 +164,9 @@ class Connection:
                 await self.send(await off_loop(self._view, msg))
                 await off_loop(release_memory)  # a view of a large log was as large as it
             case p.ApplyIntegration():
-                from .apply import append_to_ended, apply_integration
+                from .apply import append_to_ended, apply_integration, remove_applied_worktrees
 
-                reply = await off_loop(apply_integration, self.index, msg.session_id, msg.id)
+                reply, workspace = await off_loop(apply_integration, self.index, msg.session_id, msg.id)
                 applied = IntegrationApplied(branch=reply.branch, old_head=reply.old_head, new_head=reply.new_head,
                                              how=reply.how)
                 session = self.host.sessions.get(reply.session_id)
@@ -174,6 +174,7 @@ class Connection:
                     session.record(applied)
                 elif reply.how != "up-to-date":  # the person's branch changed: an ended session's log says so too
                     await off_loop(append_to_ended, self.index.log_path(reply.session_id), applied)
+                    await off_loop(remove_applied_worktrees, workspace, self.paths.state, reply.session_id)
                 await self.send(reply)
             case p.Compact():
                 await self.send(await self._compact(msg))

@@ -116,6 +116,11 @@ def test_clean_integration_is_applied_through_git(musec: Musec, tmp_path: Path) 
     assert (repo / "double.py").stat().st_mode & 0o777 == 0o644  # the daemon's private umask does not leak
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, env=musec.env)
     assert status.stdout == ""
+    # the ended session's worktrees and branches went with the apply (their commits are on main)
+    trees = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True, env=musec.env)
+    branches = subprocess.run(["git", "branch", "--list", "musec/*"], cwd=repo, capture_output=True, text=True, env=musec.env)
+    assert len(trees.stdout.splitlines()) == 1 and branches.stdout == "", trees.stdout + branches.stdout
+    assert not (musec.home / "state" / "worktrees" / sid).exists()
     again = musec("apply", sid)
     assert again.returncode == 0 and "already on your branch; nothing to apply" in again.stdout  # idempotent
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True,
