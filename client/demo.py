@@ -19,7 +19,7 @@ from musec.daemon import protocol as p
 
 from .connection import connect
 from .exitcodes import OK, Condition, for_condition
-from .output import out
+from .output import err, out
 from .requests import credentials
 from .run import follow_run
 
@@ -49,8 +49,21 @@ def run_tests(repo_dir: Path) -> tuple[bool, str]:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """``musec demo``: copy the example, fix it with the scripted model, show the result."""
+    """``musec demo``: copy the example, fix it with the scripted model, show the result.
+    Without ``--keep`` the example's folder is removed however the demo ends (Ctrl-C too)."""
     tmp = Path(tempfile.mkdtemp(prefix="musec-demo-"))
+    try:
+        return _demo(args, tmp)
+    except KeyboardInterrupt:
+        err("musec: the demo was interrupted" + (f"; the example is kept at {tmp}" if args.keep else
+                                                 "; its example folder is deleted"))
+        raise
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _demo(args: argparse.Namespace, tmp: Path) -> int:
     repo_dir = make_example(tmp)
     ok, summary = run_tests(repo_dir)
     out(f"example repository: {repo_dir}\ntests before: {'pass' if ok else 'FAIL'} ({summary})\n")
@@ -75,7 +88,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.keep:
         out(f"kept the example at {repo_dir}")
     else:
-        shutil.rmtree(tmp, ignore_errors=True)
         out("the example's folder is deleted, so its session cannot be resumed; `musec demo --keep` keeps it")
     if code != OK:
         return code

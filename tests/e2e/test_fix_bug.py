@@ -202,3 +202,23 @@ def test_unknown_tool_input_is_refused_not_ignored(musec: Musec, buggy_repo: Pat
                                             [{"expect_result": "unknown input timeout"}, {"text": "ok"}]]}))
     proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=buggy_repo, timeout=20)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_ctrl_c_during_the_demo_deletes_its_example(musec: Musec) -> None:
+    """Ctrl-C while the demo runs: its temporary example folder is removed and a line says
+    so (it was left behind), exit 130."""
+    import signal
+    import subprocess
+
+    from tests.conftest import BIN
+
+    proc = subprocess.Popen([str(BIN / "musec"), "demo"], env=musec.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()  # "example repository: PATH": the folder exists from here on
+    assert first.startswith("example repository: "), first
+    folder = Path(first.split(": ", 1)[1].strip()).parent
+    assert folder.exists()
+    proc.send_signal(signal.SIGINT)
+    out, errors = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + errors
+    assert not folder.exists() and "demo was interrupted" in errors
