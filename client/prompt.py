@@ -16,7 +16,6 @@ from .status import SessionStatus
 def make_prompt(status: SessionStatus, slash: set[str], workspace: str = ".") -> Callable[[], str]:
     """A function that reads one message (raises EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C)."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
 
     bindings = KeyBindings()
@@ -25,16 +24,40 @@ def make_prompt(status: SessionStatus, slash: set[str], workspace: str = ".") ->
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
 
-    try:
-        history: Any = FileHistory(str(history_path()))
-    except OSError:
-        history = None
     session: Any = PromptSession(
-        history=history, completer=_completer(workspace, slash), complete_while_typing=True,
+        history=prompt_history(), completer=_completer(workspace, slash), complete_while_typing=True,
         key_bindings=bindings, bottom_toolbar=lambda: " " + status.text(),
         prompt_continuation=lambda width, line_number, wrap_count: "… ".rjust(width),
     )
     return lambda: session.prompt("› ")
+
+
+def prompt_history() -> Any:
+    """The prompt history (prompt_toolkit ``FileHistory`` over ``history_path``) whose
+    file keeps each message as ``history_line`` writes it; ``None`` when the file cannot
+    be made."""
+    from prompt_toolkit.history import FileHistory
+
+    class _KeyFreeHistory(FileHistory):  # type: ignore[misc]
+        def store_string(self, string: str) -> None:
+            super().store_string(history_line(string))
+
+    try:
+        return _KeyFreeHistory(str(history_path()))
+    except OSError:
+        return None
+
+
+def history_line(text: str) -> str:
+    """What the prompt history file keeps of a message: ``text`` with every key-shaped
+    run and every value of this terminal's secret variables written ``[REDACTED]``, as
+    the session log has it (``protocol.redact_keys``); up-arrow in this client still
+    recalls it whole from memory."""
+    import os
+
+    from musec.daemon import protocol as p
+
+    return p.redact_keys(text, p.secret_values(os.environ))
 
 
 def _completer(workspace: str, slash: set[str]) -> Any:

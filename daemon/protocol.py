@@ -27,9 +27,10 @@ daemon from the installed distribution).
 from __future__ import annotations
 
 import os
+import re
 import struct
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -941,6 +942,28 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     """The values of ``env``'s secret variables (``is_secret_name``) long enough to redact
     safely (``MIN_SECRET_CHARS``), sorted, without repeats."""
     return sorted({v for k, v in env.items() if len(v) >= MIN_SECRET_CHARS and is_secret_name(k)})
+
+
+# Shapes of provider keys: Anthropic sk-ant-..., OpenAI sk-..., sk-proj-... A key is a
+# whole run of key characters (never the tail of a word: "task-scheduler-..." holds no key)
+# with a digit in it; the longer OpenAI shape also needs a lower and an upper case letter,
+# as random keys have and hyphenated words do not (issue 13 case 1). Shared by the event
+# log's redaction (``daemon.redaction``) and the client's prompt history.
+_K = r"[A-Za-z0-9_\-]"
+KEY_SHAPES = re.compile(
+    rf"(?<!{_K})(?:sk-ant-(?={_K}*[0-9]){_K}{{16,}}"
+    rf"|sk-(?:proj-)?(?={_K}*[0-9])(?={_K}*[a-z])(?={_K}*[A-Z]){_K}{{32,}})"
+)
+"""Anything shaped like a provider key (``sk-ant-...``, ``sk-...``, ``sk-proj-...``)."""
+
+
+def redact_keys(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` (values, e.g. ``secret_values(os.environ)``) and
+    every key-shaped run (``KEY_SHAPES``) written ``[REDACTED]``, as the event log writes
+    them: for what a client stores of the person's typing (the prompt history)."""
+    for value in sorted((s for s in secrets if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True):
+        text = text.replace(value, "[REDACTED]")
+    return KEY_SHAPES.sub("[REDACTED]", text)
 
 
 # --- where the daemon listens (DESIGN §2, contract) --------------------------------------

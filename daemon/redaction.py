@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from .protocol import KEY_SHAPES
+
 _json = msgspec.json.Encoder()
 _REDACTED = "[REDACTED]"
 T = TypeVar("T")
@@ -25,15 +27,7 @@ _MARK_ESCAPED = "[REDACTED:[:"  # the same text found in the outside world, writ
 _MARK_BYTES = _MARK.encode("ascii")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLACEHOLDER_BYTES = re.compile(rb"\[REDACTED:(?:\[:|([A-Za-z_][A-Za-z0-9_]*)\])")
-# Shapes of provider keys: Anthropic sk-ant-..., OpenAI sk-..., sk-proj-... A key is a
-# whole run of key characters (never the tail of a word: "task-scheduler-..." holds no key)
-# with a digit in it; the longer OpenAI shape also needs a lower and an upper case letter,
-# as random keys have and hyphenated words do not (issue 13 case 1).
-_K = r"[A-Za-z0-9_\-]"
-_KEY_PATTERNS = re.compile(
-    rf"(?<!{_K})(?:sk-ant-(?={_K}*[0-9]){_K}{{16,}}"
-    rf"|sk-(?:proj-)?(?={_K}*[0-9])(?={_K}*[a-z])(?={_K}*[A-Z]){_K}{{32,}})"
-)
+_KEY_PATTERNS = KEY_SHAPES  # the shapes of provider keys (daemon.protocol)
 # A superset of those shapes in encoded JSON, to decide whether an event needs the walk:
 # their characters are never escaped, so a key in a string is these very bytes in the
 # encoding; what precedes it may be an escape (``\n``), so no boundary is asked here.
