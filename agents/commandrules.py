@@ -70,29 +70,86 @@ def deny_candidates(command: str, split: ShellSplit) -> set[str]:
 
 
 #: Words that run the command after them: a deny rule for ``curl`` must also catch
-#: ``env curl``, ``time curl``, ``if true; then curl`` ... (their options are skipped too).
-_WRAPPERS = frozenset({
-    "env", "time", "command", "exec", "nice", "nohup", "xargs", "sudo", "doas", "timeout", "stdbuf",
-    "ionice", "setsid", "chrt", "taskset", "builtin", "then", "else", "elif", "do", "if", "while", "until", "!",
-})
+#: ``env curl``, ``time curl``, ``sudo -u root curl``, ``if true; then curl`` ... Each maps
+#: to its options that take a value as the next word, and how many plain words (a
+#: duration, a priority, a CPU mask, a lock file) come before the command it runs.
+_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"}), 0),
+    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
+    "command": (frozenset(), 0), "builtin": (frozenset(), 0), "nohup": (frozenset(), 0),
+    "exec": (frozenset({"-a"}), 0),
+    "nice": (frozenset({"-n", "--adjustment"}), 0),
+    "xargs": (frozenset({"-I", "-i", "-L", "-l", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars",
+                         "-d", "--delimiter", "-E", "-e", "--eof", "-a", "--arg-file", "--process-slot-var"}), 0),
+    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C", "--close-from",
+                        "-D", "--chdir", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U",
+                        "--other-user", "-R", "--chroot"}), 0),
+    "doas": (frozenset({"-u", "-C"}), 0),
+    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
+    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
+    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}), 0),
+    "setsid": (frozenset(), 0),
+    "chrt": (frozenset(), 1),
+    "taskset": (frozenset(), 1),
+    "flock": (frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}), 1),
+    "watch": (frozenset({"-n", "--interval", "-d", "--differences", "-q", "--equexit"}), 0),
+    "unbuffer": (frozenset(), 0), "caffeinate": (frozenset({"-t", "-w"}), 0),
+    **{w: (frozenset(), 0) for w in ("then", "else", "elif", "do", "if", "while", "until", "!")},
+}
+#: git's options before its subcommand (``git -C dir push``), and those that take a value.
+_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
+                                "--config-env", "--super-prefix", "--attr-source"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
+def _skip_options(words: list[str], value_options: frozenset[str], positionals: int) -> None:
+    """Drop a wrapper's options (and their values) and its ``positionals`` plain words
+    from the front of ``words`` (in place), up to the command it runs."""
+    while words:
+        word = words[0]
+        if word == "--":
+            words.pop(0)
+            break
+        if word.startswith("-") and len(word) > 1:
+            words.pop(0)
+            if word in value_options and words:
+                words.pop(0)
+            continue
+        if positionals:
+            words.pop(0)
+            positionals -= 1
+            continue
+        break
+
+
+def _git_global_options(words: list[str]) -> bool:
+    """``git -C . -c k=v --no-pager push`` -> ``git push`` (in place); whether any went."""
+    i = 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        i += 2 if words[i] in _GIT_VALUE_OPTIONS and i + 1 < len(words) else 1
+    if i == 1:
+        return False
+    del words[1:i]
+    return True
+
+
 def _unwrapped(text: str) -> set[str]:
-    """``text`` without leading assignments, wrapper commands and their options, and with
-    the command's path reduced to its name (``/usr/bin/curl x`` -> ``curl x``)."""
+    """``text`` without leading assignments, wrapper commands and their options, with the
+    command's path reduced to its name (``/usr/bin/curl x`` -> ``curl x``) and git's
+    global options left out (``git -C . push`` -> ``git push``): every stage is kept."""
     out: set[str] = set()
     words = text.split(" ")
     for _ in range(8):
         changed = False
-        while words and (_ASSIGNMENT.match(words[0]) or (words[0] in _WRAPPERS)):
+        while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
             wrapper = words.pop(0)
             changed = True
-            while words and (words[0].startswith("-") or (wrapper in ("timeout", "nice", "chrt", "taskset")
-                                                           and words[0][:1].isdigit())):
-                words.pop(0)
+            if wrapper in _WRAPPERS:
+                _skip_options(words, *_WRAPPERS[wrapper])
         if words and "/" in words[0]:
             words[0] = words[0].rsplit("/", 1)[1]
+            changed = True
+        if words and words[0] == "git" and _git_global_options(words):
             changed = True
         if not changed:
             break
