@@ -30,7 +30,7 @@ import msgspec
 
 from .compaction import cut_point, render_head, summary_request, summary_text
 from .core import events as ev
-from .core.conversation import Message, ModelRequest, TextBlock, Usage
+from .core.conversation import Message, ModelRequest, TextBlock, ToolCallBlock, Usage
 from .core.errors import ContextOverflow
 
 # ``agent`` below is an ``agents.loop.Agent`` (typed ``Any``: the loop imports this module).
@@ -131,5 +131,17 @@ async def _summarise(agent: Agent, summarizer: Any, request: ModelRequest, focus
                 return "", usage, cut
             room = max(room // 2, 1024)
             continue
+        if _acted(response):  # a tool call is no summary: ask once more, with no tools to call
+            response = await summarizer.complete(msgspec.structs.replace(asked, tools=[]), _no_delta)
+            if _acted(response) or not summary_text(response.content).strip():
+                agent.record(ev.ContextCut(messages=len(request.messages),
+                                           reason="the summarising call answered with a tool call, not a summary; "
+                                                  "the summarised part is dropped"))
+                return "", response.usage, cut
         return summary_text(response.content), response.usage, cut
     return "", usage, 0  # pragma: no cover - the loop returns in its second pass
+
+
+def _acted(response: Any) -> bool:
+    """Whether a summarising call's answer holds a tool call (the summary is its text only)."""
+    return any(isinstance(block, ToolCallBlock) for block in response.content)

@@ -213,3 +213,35 @@ async def test_the_goal_and_the_approved_plan_survive_every_compaction_verbatim(
     for line in log.lines:
         again.apply(ev.decode_event(line))
     assert again.messages == agent.history.messages
+
+
+async def test_a_summary_answered_with_a_tool_call_is_asked_again_without_tools(tmp_path: Path) -> None:
+    """The fresh user's server answered the summary request with "Running a command." and a
+    bash call, and that sentence became the session's whole memory. A tool call is no
+    summary: the request is made once more with no tools, and its text is the summary."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("0123456789abcdef" * 64 + "\n")
+    asked_with_tools: list[bool] = []
+
+    class Acting(Model):
+        def __call__(self, request: RecordedRequest, tokens: int, cached: int) -> Any:
+            if SUMMARY_MARK in request.raw_body.decode():
+                tools = bool(request.body.get("tools"))
+                asked_with_tools.append(tools)
+                if tools:
+                    return message([{"type": "text", "text": "Running a command."},
+                                    {"type": "tool_use", "id": "toolu_sum", "name": "bash", "input": {"command": "ls"}}])
+            return super().__call__(request, tokens, cached)
+
+    model = Acting(calls=30)
+    log = Log()
+    with AnthropicServer(window_tokens=WINDOW, respond=model, keep_bodies=True) as server:
+        async with httpx.AsyncClient() as http:
+            agent = _agent("main", log, server, http, ws)
+            log.record(ev.UserMessage(agent="main", text=TASKS["main"]))
+            outcome = await agent.run()
+    assert outcome.exit_reason == "finished" and model.failures == []
+    finished = log.of(ev.CompactionFinished, "main")
+    assert finished and asked_with_tools[:2] == [True, False]
+    assert all(e.summary.startswith("## Now and next") for e in finished), [e.summary for e in finished]
