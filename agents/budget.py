@@ -32,6 +32,7 @@ __all__ = [
     "clear_results",
     "clear_stub",
     "clearable_calls",
+    "fit_attachment",
     "fit_to_budget",
     "kept_note",
     "over_budget",
@@ -172,6 +173,37 @@ def kept_note(tool: str, whole: Whole, blob_path: str) -> str:
             f"its first and last {whole.kept_bytes // 2:,} bytes ({whole.kept_lines:,} lines) are kept")
     return (f"\n[the whole {tool} output was {whole.produced_bytes:,} bytes; {kept}: read_file(path={blob_path!r}, "
             f"offset=N, limit=M) reads it in parts, and grep(pattern=..., path={blob_path!r}) searches it]\n")
+
+
+def fit_attachment(content: str, budget_tokens: int, *, path: str) -> str:
+    """An attached file's text (an ``@path`` mention, ``agents/attachments.py``) cut to its
+    head and tail around a note, if it is over ``budget_tokens``, as ``fit_to_budget`` cuts a
+    tool result; the note says how to read the rest of the file itself.
+
+    Returns:
+        ``content`` itself when within the budget (0: none).
+    """
+    if not over_budget(content, budget_tokens):
+        return content
+    head, left_out, tail, (lines_total, head_lines, tail_lines) = _head_and_tail(content, budget_tokens)
+    note = (f"\n[... {len(left_out):,} characters ({left_out.count(chr(10)):,} lines) of {path} left out: it is over "
+            f"the {budget_tokens:,}-token budget of one attachment. Shown: lines 1-{head_lines} and the last "
+            f"{tail_lines} of {lines_total:,}. Read the rest with read_file(path={path!r}, offset={head_lines + 1}, "
+            f"limit=...), or search it with grep(pattern=..., path={path!r}).]\n")
+    return head + note + tail
+
+
+def _head_and_tail(content: str, budget_tokens: int) -> tuple[str, str, str, tuple[int, int, int]]:
+    """``content``'s head, the part left out, its tail (each about half the budget, cut at
+    line ends), and the line counts: of the whole, of the head, of the tail."""
+    half = int(budget_tokens * _BUDGET_CHARS_PER_TOKEN) // 2
+    head = _cut_at_line(content[:half], keep="head")
+    tail = _cut_at_line(content[len(content) - half:], keep="tail")
+    left_out = content[len(head): len(content) - len(tail)]
+    lines_total = content.count("\n") + (not content.endswith("\n"))
+    head_lines = head.count("\n")
+    tail_lines = tail.count("\n") + (not tail.endswith("\n") and bool(tail))
+    return head, left_out, tail, (lines_total, head_lines, tail_lines)
 
 
 def _cut_at_line(text: str, *, keep: str) -> str:

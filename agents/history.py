@@ -7,7 +7,8 @@ sent (as long as nothing in it was redacted).
 
 Events that shape the history (``History.apply`` says what it does with every type):
 
-- ``UserMessage``: a person's message (or a worker's task).
+- ``UserMessage``: a person's message (or a worker's task), then what its ``@path``
+  mentions attached, one block per file (``agents/attachments.py``).
 - ``AgentMessage``: a message to this agent, shown as user text at its next turn
   boundary.
 - ``ModelResponse``: the assistant's message.
@@ -51,6 +52,7 @@ from typing import assert_never
 
 import msgspec
 
+from .attachments import user_turn
 from .budget import clear_results
 from .clock import WorkClock
 from .compaction import Pinned, PinnedKind
@@ -183,7 +185,7 @@ class History:
                     self._added_text(event)
             case UserMessage():
                 if event.agent == self.agent:
-                    self._user_block(TextBlock(event.text), "person")
+                    self._user_message(event)
                     self.turns_since_user = 0
                     self.clock.start(event.ts, afresh=True)
             case TurnEnded():
@@ -243,6 +245,16 @@ class History:
                 pass  # no part of the conversation
             case _:
                 assert_never(event)
+
+    def _user_message(self, event: UserMessage) -> None:
+        """A person's message: its text (pinned: a compaction keeps it verbatim), then one
+        block per file its ``@path`` mentions attached (``agents/attachments.py``; not
+        pinned: a compaction may summarise a file)."""
+        attached = event.attachments if isinstance(event.attachments, list) else []
+        text, *files = user_turn(event.text, attached, self.stored)
+        self._user_block(TextBlock(text), "person")
+        for block in files:
+            self._user_block(TextBlock(block))
 
     def _goal(self, event: GoalSet | GoalChecked | GoalUpdated) -> None:
         """What a goal event tells this agent: like a person's message, it starts the turn

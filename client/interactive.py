@@ -14,7 +14,6 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import assert_never
 
 from musec.daemon import protocol as p
@@ -140,7 +139,7 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
                 return _resume_on(conn, _resume_args(args, target), back_to=session_id)
             if outcome.action == "stay":
                 continue
-        conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=mentions_note(text, workspace),
+        conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=text,
                               credentials=credentials(), client_msg_id=uuid.uuid4().hex))
         renderer.start_wait()
         try:
@@ -260,22 +259,6 @@ def _choose(conn: Connection, arg: str, current: str) -> str | None:
         out("  no other session to resume")
         return None
     return pick_session(sessions)
-
-
-def mentions_note(text: str, workspace: str) -> str:
-    """The message with its ``@path`` mentions named at the end, so the agent reads them
-    (through ``read_file``: the daemon checks the path like any read). Mentions of files
-    that do not exist are left as they are."""
-    import re
-
-    found = []
-    for m in re.finditer(r"(?<![\w@])@([\w./~-][^\s]*)", text):
-        path = m.group(1).rstrip(".,;:!?)")
-        if (Path(workspace) / path).expanduser().is_file():
-            found.append(path)
-    if not found:
-        return text
-    return text + "\n\n(attached by the person: " + ", ".join(found) + "; read them before answering)"
 
 
 PICKER_HINT = "↑/↓ choose · Enter resumes · Esc, q or Ctrl-C cancels"

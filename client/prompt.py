@@ -5,6 +5,7 @@ and the status line at the bottom."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -74,13 +75,14 @@ def _completer(workspace: str, slash: set[str]) -> Any:
                     if name.startswith(text):
                         yield Completion(name, start_position=-len(text), display_meta=BUILTIN.get(name, ""))
                 return
-            word = text.split()[-1] if text and not text[-1].isspace() else ""
-            if word.startswith("@"):
-                yield from _paths(root, word[1:])
+            found = _PARTIAL.search(text)
+            if found is not None:
+                partial = found.group(1) if found.group(1) is not None else found.group(2)
+                yield from _paths(root, partial, len(found.group(0)))
 
-    def _paths(base: Path, partial: str) -> Iterable[Any]:
+    def _paths(base: Path, partial: str, typed: int) -> Iterable[Any]:
         folder, _, stem = partial.rpartition("/")
-        where = (base / folder) if folder else base
+        where = (base / folder).expanduser() if folder else base
         try:
             entries = sorted(where.iterdir())[:500]
         except OSError:
@@ -88,6 +90,19 @@ def _completer(workspace: str, slash: set[str]) -> Any:
         for entry in entries:
             if entry.name.startswith(stem) and not entry.name.startswith(".git"):
                 rel = (folder + "/" if folder else "") + entry.name + ("/" if entry.is_dir() else "")
-                yield Completion("@" + rel, start_position=-len(partial) - 1)
+                yield Completion(mention(rel), start_position=-typed)
 
     return _Complete()
+
+
+# A mention being typed at the end of the input: ``@src/x`` or ``@"a b`` (the daemon reads
+# the finished ones: agents/attachments.py; the same starts and quoting).
+_PARTIAL = re.compile(r'(?<![^\s(\[{<,;])@(?:"([^"\n]*)|([^\s"`]*))$')
+
+
+def mention(path: str) -> str:
+    """How a completed path is written: ``@src/x.py``, or quoted when it holds a space or
+    ends with punctuation (``@"a b.txt"``); a folder's quote stays open for the next part."""
+    if not re.search(r"\s", path) and path[-1:] not in ".,;:!?')]}>":
+        return "@" + path
+    return f'@"{path}' + ("" if path.endswith("/") else '"')

@@ -188,6 +188,9 @@ class Renderer:
                 self._line("")
             self._streamed = False
             self._skip_deltas = False
+        elif kind == "user_message":
+            for line in attachment_lines(ev):
+                self._line(prefix + "  " + self._c("33" if " not attached: " in line else "2", line))
         elif kind == "tool_started":
             self._line(prefix + self._c("36", "● ") + call_summary(ev.get("tool", "?"), _input(ev)))
         elif kind == "tool_finished":
@@ -304,6 +307,34 @@ class Renderer:
         return f"{head}{len(lines)} line{'s' if len(lines) != 1 else ''}"
 
 
+def attachment_lines(ev: dict[str, Any]) -> list[str]:
+    """One line per ``@path`` mention of a ``user_message``: ``⎘ @PATH attached (SIZE)``, or
+    ``⎘ @PATH not attached: WHY``; never the content (cleaned, cut to 160 characters)."""
+    found = ev.get("attachments")
+    out = []
+    for a in found if isinstance(found, list) else []:
+        if not isinstance(a, dict):
+            continue
+        path, kind = _s(a, "path"), _s(a, "kind", "file")
+        if kind == "refused":
+            out.append(f"⎘ @{path} not attached: {_s(a, 'refused')}")
+        elif kind == "directory":
+            out.append(f"⎘ @{path} attached (directory listing)")
+        else:
+            size = a.get("size_bytes", 0)
+            words = _size(size if isinstance(size, int) else 0) + (", binary: not inlined" if kind == "binary" else "")
+            out.append(f"⎘ @{path} attached ({words})")
+    return [_short(line, 160) for line in out]
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return "1 byte" if n == 1 else f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
 def goal_words(ev: dict[str, Any]) -> str:
     """A goal event in one line: set, judged (met or why not), paused, ended."""
     kind = ev.get("type")
@@ -357,7 +388,8 @@ def log_line_summary(ev: dict[str, Any]) -> str:
         calls = [str(b.get("name")) for b in blocks if b.get("type") == "tool_call"]
         detail = _short(text, 71) + (f" → {', '.join(calls)}" if calls else "")
     elif kind == "user_message":
-        detail = _short(ev.get("text", ""), 80)
+        attached = ev.get("attachments")
+        detail = _short(ev.get("text", ""), 80) + (f" (+{len(attached)} mentioned)" if isinstance(attached, list) and attached else "")
     elif kind == "file_edited":
         detail = _s(ev, "path")
     elif kind in ("session_ended", "turn_ended"):

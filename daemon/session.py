@@ -519,7 +519,9 @@ class Session:
         if outcome is not None and outcome.blocked:
             self.record(PromptBlocked(reason=outcome.reason))
             return False
-        self.record(UserMessage(text=text, client_msg_id=client_msg_id or msgspec.UNSET))
+        attachments = await self._attachments(text)
+        self.record(UserMessage(text=text, client_msg_id=client_msg_id or msgspec.UNSET,
+                                attachments=attachments or msgspec.UNSET))
         for skill, arguments in loads:
             if skill.name not in self.skills_loaded:  # recording it adds it (Counters)
                 self.record(SkillLoaded(name=skill.name, scope=skill.scope, path=skill.path,
@@ -527,6 +529,17 @@ class Session:
         for context in outcome.context if outcome is not None else []:
             self.record(HookContext(hook_event="UserPromptSubmit", text=f"[UserPromptSubmit hook: {context}]"))
         return True
+
+    async def _attachments(self, text: str) -> list[Any]:
+        """What the message's ``@path`` mentions attach, read now (once: the event keeps
+        it) under the main agent's read rules (``agents/attachments.py``)."""
+        from musec.agents.attachments import find_mentions, read_attachments
+
+        if "@" not in text or not find_mentions(text):
+            return []
+        agent = self.agent
+        return await anyio.to_thread.run_sync(read_attachments, text, agent.ctx, agent.policy, agent.approval_mode,
+                                              agent.context_config.tool_output_tokens)
 
     async def ask_agent(self, agent: str, question: str) -> str:
         """A background agent's answer (the ``ask_agent`` tool). Raises ``LookupError``."""

@@ -53,7 +53,7 @@ from msgspec import UNSET, UnsetType
 from .conversation import Block
 
 __all__ = [
-    "UNSET", "AgentFailed", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalModeChanged", "ApprovalRequested", "ApprovalResolved",
+    "UNSET", "AgentFailed", "Attachment", "AgentMessage", "AgentSpawned", "AnyEvent", "ApprovalModeChanged", "ApprovalRequested", "ApprovalResolved",
     "BaselineSnapshot", "CompactionFinished", "CompactionStarted", "Conflict", "ConflictFile", "ContextCut", "Durability", "EVENT_TYPES", "Event", "FileEditStarted", "FileEdited", "GoalChecked",
     "GoalSet", "GoalUpdated", "HookContext",
     "HookRan", "InstructionsAdded", "Integration", "IntegrationApplied", "KernelEvaluated", "LogRepaired",
@@ -160,14 +160,50 @@ class SessionEnded(Event, frozen=True, tag="session_ended"):
 # --- the conversation ---------------------------------------------------------------
 
 
+class Attachment(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A file or directory an ``@path`` mention in a person's message attached to it
+    (``agents/attachments.py``), as read when the message was recorded.
+
+    Attributes:
+        path: the path as shown to the person: relative to the workspace when inside it,
+            else absolute; for a refused mention, as it was written.
+        kind: ``file`` (text, inlined), ``directory`` (its listing), ``binary`` (not
+            inlined: ``content`` says so) or ``refused`` (nothing attached).
+        size_bytes: the file's size on disk (0 for a directory and a refused mention).
+        content: what the model sees of it: the text, cut to head and tail around a note
+            when over the tool-output budget; a directory's listing; a binary file's note.
+        refused: why nothing was attached (one line, for the person; the model sees none).
+    """
+
+    path: str
+    kind: str = "file"
+    size_bytes: int = 0
+    content: str = ""
+    refused: str = ""
+
+
 class UserMessage(Event, frozen=True, tag="user_message"):
     """A message to ``agent`` from the person (or the task a worker or the scout is given).
 
     ``client_msg_id`` is the client's id of the message, so a re-send counts once.
+
+    ``attachments`` holds what the message's ``@path`` mentions attached, read once when
+    the message was recorded, so a resume or a replay rebuilds the same request without
+    reading the files again (unset: none, and every log older than the field). The user
+    turn the history builds from it (``agents/attachments.user_turn``) is the message's
+    text as one block, then one block per attached file or directory::
+
+        <untrusted-data id="ID" source="attached file src/x.py (1,234 bytes)">
+        ...the file's text...
+        </untrusted-data id="ID">
+
+    (``source`` is ``attached directory PATH`` for a listing; ``ID`` is the digest of the
+    content as the log stores it, as for tool results). Refused mentions add no block.
     """
 
     text: str
     client_msg_id: str | UnsetType = UNSET
+    attachments: list[Attachment] | UnsetType = UNSET
 
 
 class AgentMessage(Event, frozen=True, tag="agent_message"):

@@ -207,13 +207,18 @@ def test_an_at_file_mention_is_completed_and_attached(musec: Musec, buggy_repo: 
     term.wait_for(lambda s: "@pager.py" in s.partition("explain @pag")[2], "the completion menu")
     term.send("Tab")
     term.wait_for(lambda s: "explain @pager.py" in s, "the completed mention")
-    term.send("Enter")
-    term.wait_for(lambda s: "Read it." in s, "the answer")
+    term.send(" and @nope.md", "Enter")
+    size = (buggy_repo / "pager.py").stat().st_size
+    screen = term.wait_for(lambda s: "Read it." in s, "the answer")
+    # The attachment is shown by path and size, never its content; a missing one says why.
+    assert f"⎘ @pager.py attached ({size} bytes)" in screen and "⎘ @nope.md not attached: no such file or directory" in screen
+    assert "start = number * size" not in screen
     _leave(term)
     sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
     events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
-    text = next(e["text"] for e in events if e["type"] == "user_message")
-    assert text.startswith("explain @pager.py") and "(attached by the person: pager.py;" in text
+    said = next(e for e in events if e["type"] == "user_message")
+    assert said["text"] == "explain @pager.py and @nope.md"  # the message as typed; the file rides beside it
+    assert said["attachments"][0] == {"path": "pager.py", "size_bytes": size, "content": (buggy_repo / "pager.py").read_text()}
 
 
 def test_slash_model_and_cost(musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory) -> None:

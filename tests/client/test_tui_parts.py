@@ -4,10 +4,9 @@ line's fold, who answered in words, ``@path`` mentions."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 from musec.client.approvals import describe_call
-from musec.client.interactive import mentions_note
+from musec.client.prompt import mention
 from musec.client.render import Renderer
 from musec.client.status import SessionStatus
 from musec.daemon.protocol import ModelInfo
@@ -59,8 +58,23 @@ def test_who_answered_is_said_in_words() -> None:
     assert "client:" not in text
 
 
-def test_mentions_of_existing_files_are_named(tmp_path: Path) -> None:
-    (tmp_path / "a.py").write_text("x = 1\n")
-    assert mentions_note("look at @a.py, not @missing.py", str(tmp_path)).endswith(
-        "(attached by the person: a.py; read them before answering)")
-    assert mentions_note("mail me@example.com", str(tmp_path)) == "mail me@example.com"
+def test_an_attachment_is_shown_by_path_and_size_never_its_content() -> None:
+    r = Renderer(io.StringIO(), color=False)
+    r.event({"type": "user_message", "text": "explain @a.py @b.bin @src @.env", "attachments": [
+        {"path": "a.py", "size_bytes": 2048, "content": "SECRET_CONTENT = 1\n"},
+        {"path": "b.bin", "kind": "binary", "size_bytes": 12, "content": "(b.bin is a binary file ...)"},
+        {"path": "src/", "kind": "directory", "content": "src/x.py\n"},
+        {"path": ".env", "kind": "refused", "refused": "the user rule deny read(.env) forbids reading it"}]})
+    lines = [ln.strip() for ln in r.out.getvalue().splitlines()]
+    assert lines == ["⎘ @a.py attached (2.0 KiB)", "⎘ @b.bin attached (12 bytes, binary: not inlined)",
+                     "⎘ @src/ attached (directory listing)",
+                     "⎘ @.env not attached: the user rule deny read(.env) forbids reading it"]
+    r.event({"type": "user_message", "text": "no mention"})  # nothing shown for a plain message
+    assert "SECRET_CONTENT" not in r.out.getvalue() and len(r.out.getvalue().splitlines()) == 4
+
+
+def test_a_completed_path_is_quoted_when_it_holds_a_space() -> None:
+    assert mention("src/x.py") == "@src/x.py"
+    assert mention("my notes.txt") == '@"my notes.txt"'
+    assert mention("my docs/") == '@"my docs/'  # a folder's quote stays open for the next part
+    assert mention("ends.") == '@"ends."'  # a bare trailing dot would be read as the sentence's
