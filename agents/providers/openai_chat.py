@@ -92,7 +92,9 @@ def messages_to_api(system: str, messages: list[Message]) -> list[dict[str, Any]
                 out.append(
                     {"role": "tool", "tool_call_id": block.call_id, "content": block.content}
                 )
-        text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+        # Separate blocks (a person's message, each file it attached, an agent's note) are
+        # separate paragraphs of the one user message Chat Completions takes.
+        text = "\n\n".join(b.text for b in message.content if isinstance(b, TextBlock) and b.text)
         if text:
             out.append({"role": "user", "content": text})
     return out

@@ -242,3 +242,13 @@ def test_request_conversion():
         {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
         {"role": "user", "content": "and now?"},
     ]
+
+
+def test_text_blocks_of_one_user_message_are_separate_paragraphs():
+    # A person's message and each file its @mentions attached are blocks of one user turn;
+    # Chat Completions takes one string, so they must not run into each other.
+    from musec.agents.providers.openai_chat import build_request_body
+
+    history = [Message("user", [TextBlock("explain @a.py"), TextBlock('<untrusted-data id="x" source="attached file a.py">')])]
+    body = build_request_body(ModelRequest("m", "", history, [], max_output_tokens=9), "m")
+    assert body["messages"] == [{"role": "user", "content": 'explain @a.py\n\n<untrusted-data id="x" source="attached file a.py">'}]
