@@ -81,3 +81,15 @@ def test_a_headless_run_with_only_a_missing_mention_still_runs(musec: Musec, bug
     said = next(json.loads(line) for line in run.stdout.splitlines() if json.loads(line).get("type") == "user_message")
     assert said["text"] == "look at @nope.py"
     assert said["attachments"] == [{"path": "nope.py", "kind": "refused", "refused": "no such file or directory"}]
+
+
+def test_another_terminal_sees_the_attachment_not_its_content(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [[{"text": "Seen."}]]}))
+    run = musec("run", "--model", f"scripted:{script}", "--output-format", "json", "explain @pager.py", cwd=buggy_repo)
+    assert run.returncode == 0, run.stdout + run.stderr
+    sid = json.loads(run.stdout)["session_id"]
+    attached = musec("attach", sid, cwd=buggy_repo)  # a session that is not live: its log, as a terminal shows it
+    size = (buggy_repo / "pager.py").stat().st_size
+    assert f"⎘ @pager.py attached ({size} bytes)" in attached.stdout, attached.stdout + attached.stderr
+    assert "start = number * size" not in attached.stdout
