@@ -1,15 +1,18 @@
 """Client start time as ratios to a bare interpreter, measured in the same run.
 
-    python bench/client_start.py [--runs N] [--editable]
+    python bench/client_start.py [--runs N] [--sessions 0,1000] [--editable]
 
 Installs this checkout normally (``pip install --no-deps``, not editable: an editable
 install adds an import finder to every start) into a private venv that borrows this
-interpreter's installed dependencies, then times, in rounds whose order rotates, ``python
--c pass`` (the baseline, the same venv's interpreter), ``musec --version`` and ``musec
-sessions`` against a warm daemon (started first, in a private MUSEC_HOME). Each round
-gives one ratio per command; printed: the medians and the per-round ratios (min, median,
-max). ``--editable`` times the current environment's ``musec`` instead. Targets (issue
-2): --version <= 1.5x, sessions <= 4x.
+interpreter's installed dependencies, then, for each session count of ``--sessions`` (a
+private MUSEC_HOME holding that many small session logs, a warm daemon serving it), times
+in rounds whose order rotates ``python -c pass`` (the baseline, the same venv's
+interpreter), ``musec --version``, ``musec sessions --all`` and ``musec daemon status``.
+Each round gives one ratio per command (its time over the baseline's of the same round);
+printed per command: the medians and the per-round ratios (min, median, max), of the wall
+time and of the CPU time (user + system of the child, steadier on a loaded machine).
+``--editable`` times the current environment's ``musec`` instead. Targets (issue 19):
+--version <= 1.5x, sessions <= 4x, at 0 and at 1,000 sessions.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 from _pairs import print_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
+TARGETS = {"musec --version": "<= 1.5x", "musec sessions": "<= 4x", "musec daemon status": "none"}
 
 
 def normal_install(into: Path) -> Path:
@@ -42,42 +46,85 @@ def normal_install(into: Path) -> Path:
     return into / "venv" / "bin"
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
+def write_sessions(home: Path, count: int) -> None:
+    """``count`` ended sessions of three events each under ``home``'s state, written by the
+    real event log (so the daemon lists them as it lists any)."""
+    from musec.agents.core import events as ev
+    from musec.daemon.eventlog import EventLog
+
+    directory = home / "state" / "sessions"
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        sid = f"20260101-000000-{i:06x}"
+        log = EventLog.create(directory / f"{sid}.jsonl")
+        log.append(ev.SessionStarted(session_id=sid, workspace=f"/tmp/ws{i % 7}", title=f"task number {i}"))
+        log.append(ev.UserMessage(text=f"task number {i}"))
+        log.append(ev.SessionEnded(exit_reason="finished", turns=1))
+        log.close()
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall s, CPU s of the child) of one run of ``cmd``, which must exit 0."""
     t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, capture_output=True, check=True)
-    return time.perf_counter() - t0
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stderr = proc.stderr.read() if proc.stderr else b""
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {stderr.decode(errors='replace')}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def measure(bin_dir: Path, count: int, runs: int) -> list[dict[str, tuple[float, float]]]:
+    """``runs`` rounds of every command against a warm daemon serving ``count`` sessions."""
+    home = Path(tempfile.mkdtemp(prefix="mhb", dir="/tmp"))
+    env = {**os.environ, "MUSEC_HOME": str(home)}
+    for name in ("MUSEC_SOCKET", "XDG_RUNTIME_DIR"):
+        env.pop(name, None)
+    musec = str(bin_dir / "musec")
+    commands = {"python -c pass": [str(bin_dir / "python"), "-c", "pass"],
+                "musec --version": [musec, "--version"],
+                "musec sessions": [musec, "sessions", "--all"],
+                "musec daemon status": [musec, "daemon", "status"]}
+    try:
+        write_sessions(home, count)
+        subprocess.run([musec, "daemon", "start"], env=env, capture_output=True, check=True)
+        listed = subprocess.run([musec, "sessions", "--all"], env=env, capture_output=True, text=True, check=True)
+        assert len(listed.stdout.splitlines()) == max(count, 1), listed.stdout[-500:]
+        for cmd in commands.values():
+            timed(cmd, env)  # warm the page cache and the daemon's index
+        names = list(commands)
+        rounds = []
+        for r in range(runs):
+            order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
+            rounds.append({name: timed(commands[name], env) for name in order})
+        return rounds
+    finally:
+        subprocess.run([musec, "daemon", "stop"], env=env, capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--sessions", default="0,1000", help="session counts, comma-separated")
     parser.add_argument("--editable", action="store_true", help="time this environment's musec as installed")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="cs"))
-    home = tempfile.mkdtemp(prefix="mhb", dir="/tmp")
-    env = {**os.environ, "MUSEC_HOME": home}
     try:
         bin_dir = Path(sys.executable).parent if args.editable else normal_install(tmp)
-        musec = str(bin_dir / "musec")
-        commands = {"python -c pass": [str(bin_dir / "python"), "-c", "pass"],
-                    "musec --version": [musec, "--version"],
-                    "musec sessions": [musec, "sessions", "--all"]}
-        subprocess.run([musec, "daemon", "start"], env=env, capture_output=True, check=True)
-        for cmd in commands.values():
-            timed(cmd, env)  # warm the page cache
-        names = list(commands)
-        rounds: list[dict[str, float]] = []
-        for r in range(args.runs):
-            order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
-            rounds.append({name: timed(commands[name], env) for name in order})
+        results = {int(n): measure(bin_dir, int(n), args.runs) for n in args.sessions.split(",")}
     finally:
-        subprocess.run([str(Path(sys.executable).parent / "musec"), "daemon", "stop"], env=env, capture_output=True)
-        shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{'editable' if args.editable else 'normal'} install, {args.runs} rounds, baseline python -c pass, "
-          "sessions against a warm daemon")
-    for name, target in (("musec --version", "<= 1.5x"), ("musec sessions", "<= 4x")):
-        print_ratios(f"{name} (target {target})", [(r["python -c pass"] * 1e3, r[name] * 1e3) for r in rounds], " ms", ".1f")
+          "against a warm daemon")
+    for count, rounds in results.items():
+        print(f"-- {count} sessions")
+        for name, target in TARGETS.items():
+            for i, what in enumerate(("wall", "cpu")):
+                print_ratios(f"{name} {what} (target {target})",
+                             [(r["python -c pass"][i] * 1e3, r[name][i] * 1e3) for r in rounds], " ms", ".1f")
 
 
 if __name__ == "__main__":
