@@ -24,13 +24,13 @@ from .errors import DaemonLost, NothingToResume, UsageError
 from .exitcodes import OK, Condition, Exit, for_condition, for_error, for_reason
 from .keys import EscWatch
 from .output import err, out
+from .quick import age
 from .render import Renderer
 from .requests import credentials, resolve_workspace, secret_env, secret_values, start_request
 from .slash import Context, run_command
 from .status import SessionStatus
 from .stream import SessionStream
 from .version import __version__
-from .views import age
 
 BANNER = ("musec {version} · {model} · approval {approval} · {workspace}\n"
           "Type a task; /help lists the commands, /exit leaves. Ctrl-C or Esc interrupts a turn.")

@@ -10,22 +10,40 @@ decode to the same value.
 
 from __future__ import annotations
 
-import json
-import re
 import sys
-from typing import Any, TextIO
+from functools import cache
+
+TYPE_CHECKING = False  # not typing's: importing typing costs a quick command's start
+if TYPE_CHECKING:
+    import re
+    from typing import Any, TextIO
 
 _CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None} | {c: None for c in range(0x80, 0xA0)}
 _JSON_RAW = {c: f"\\u{c:04x}" for c in (127, *range(0x80, 0xA0))}
+
+
 # Whether there is anything to clean: a search in C, so the usual clean text (a log of
-# 100 MiB) is not walked character by character by ``translate``.
-_HAS_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_HAS_JSON_RAW = re.compile("[\x7f-\x9f]")
+# 100 MiB) is not walked character by character by ``translate``. Compiled on first use:
+# ``re`` is not imported by a command whose lines are all printable (``musec sessions``).
+@cache
+def _has_control() -> re.Pattern[str]:
+    import re
+
+    return re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@cache
+def _has_json_raw() -> re.Pattern[str]:
+    import re
+
+    return re.compile("[\x7f-\x9f]")
 
 
 def safe(text: str) -> str:
     """``text`` without terminal control characters (tab and newline kept)."""
-    return text.translate(_CONTROL) if _HAS_CONTROL.search(text) else text
+    if text.isprintable():  # no control character (every one is unprintable): the usual line
+        return text
+    return text.translate(_CONTROL) if _has_control().search(text) else text
 
 
 def safe_json(line: bytes | str) -> str:
@@ -41,7 +59,7 @@ def safe_json(line: bytes | str) -> str:
             return text
     else:
         text = line
-    return text.translate(_JSON_RAW) if _HAS_JSON_RAW.search(text) else text
+    return text.translate(_JSON_RAW) if _has_json_raw().search(text) else text
 
 
 def out(text: str = "", *, stream: TextIO | None = None, end: str = "\n") -> None:
@@ -58,6 +76,8 @@ def err(text: str) -> None:
 
 def out_json(value: Any) -> None:
     """Print ``value`` as one JSON line on stdout."""
+    import json
+
     sys.stdout.write(safe_json(json.dumps(value, ensure_ascii=False)) + "\n")
     sys.stdout.flush()
 

@@ -19,6 +19,7 @@ from .connection import connect, stop_daemon, try_connect
 from .errors import UsageError
 from .exitcodes import OK, Condition, Exit, for_condition
 from .output import err, out, out_json
+from .quick import print_status
 
 
 def cmd_daemon(args: argparse.Namespace) -> Exit:
@@ -84,12 +85,8 @@ def status(as_json: bool) -> Exit:
                 f"(this client is musec {__version__}, protocol {p.PROTOCOL_VERSION}: stop it with `musec daemon stop`)")
         return for_condition(Condition.PROTOCOL_MISMATCH)
     r = conn.request(p.Status(id=conn.next_id()))
-    info = {"running": True, "pid": r.pid, "socket": r.socket, "version": r.version, "sessions": r.sessions,
-            "state": r.home, "log_file": r.log_file, "protocol_version": conn.daemon.protocol_version, "compatible": True}
-    if as_json:
-        out_json(info)
-    else:
-        out(f"musecd {r.version} running, pid {r.pid}, socket {r.socket}, {len(r.sessions)} live session(s); log {r.log_file}")
+    print_status({"pid": r.pid, "socket": r.socket, "version": r.version, "sessions": r.sessions, "home": r.home,
+                  "log_file": r.log_file}, conn.daemon.protocol_version, as_json)
     return OK
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Callable
 
 from musec.daemon import protocol as p
@@ -16,34 +15,19 @@ from .connection import connect
 from .errors import UsageError
 from .exitcodes import OK, Condition, Exit, for_condition
 from .output import err, out, out_json, out_json_line
+from .quick import age, print_sessions
 from .render import log_line_summary
 from .requests import resolve_workspace
 
 
-def age(ts: float) -> str:
-    """How long ago UNIX time ``ts`` was, in one unit: ``3d``, ``5h``, ``12m``, ``40s``."""
-    s = max(0.0, time.time() - ts)
-    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
-        if s >= n:
-            return f"{int(s // n)}{unit}"
-    return f"{int(s)}s"
-
-
 def cmd_sessions(args: argparse.Namespace) -> Exit:
-    """``musec sessions``: the most recently active first (the daemon's order)."""
+    """``musec sessions``: the most recently active first (the daemon's order). Its usual
+    case is answered by ``quick`` before this module is imported; this is the rest."""
     conn = connect()
     workspace = "" if args.all else resolve_workspace(args.workspace)
     rows = conn.request(p.ListSessions(id=conn.next_id(), workspace=workspace)).sessions
-    if args.json:
-        out_json([{"id": s.id, "workspace": s.workspace, "started_at": s.started_at, "updated_at": s.updated_at,
-                   "status": s.status, "title": s.title} for s in rows])
-        return OK
-    if not rows:
-        where = "" if args.all else f" in {workspace} (--all lists every workspace)"
-        out(f"no sessions{where}")
-        return OK
-    for s in rows:
-        out(f"{s.id}  {s.status:<12} {age(s.updated_at):>4}  {s.workspace}  {' '.join(s.title.split())}")
+    print_sessions([{"id": s.id, "workspace": s.workspace, "started_at": s.started_at, "updated_at": s.updated_at,
+                     "status": s.status, "title": s.title} for s in rows], workspace, args.all, args.json)
     return OK
 
 

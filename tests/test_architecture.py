@@ -162,8 +162,8 @@ CORE = "musec.agents.core"
 
 RULES = [
     Rule("client", "musec.client", ("musec.daemon.protocol",),
-         "the client imports only client/ and daemon/protocol.py (DESIGN §1)"),
-    Rule("protocol", "musec.daemon.protocol", (), "daemon/protocol.py imports nothing else of musec", own=False),
+         "the client imports only client/ and daemon/protocol/ (DESIGN §1)"),
+    Rule("protocol", "musec.daemon.protocol", (), "daemon/protocol/ imports nothing else of musec"),
     Rule("kernels", "musec.kernels", (), "kernels/ imports nothing from the rest of musec"),
     Rule("agents", "musec.agents", ("musec.kernels",),
          "agents/ never imports up into the daemon or the client (daemon -> agents, not back)"),

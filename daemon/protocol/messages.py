@@ -1,53 +1,31 @@
-"""The client <-> daemon wire protocol (DESIGN §4).
+"""The wire's messages (DESIGN §4): every message of both directions as a frozen msgspec
+Struct, the closed sets of strings, the reply each request causes, and the msgpack codec.
 
-Frames on a Unix stream socket: a 4-byte big-endian unsigned length, then a msgpack body
-encoded by msgspec. A length over ``MAX_FRAME_BYTES`` is a protocol error, answered with
-an ``Error`` frame and a close. Messages are frozen msgspec Structs in one tagged union
-per direction (``tag_field="type"``). The first frame each way is ``Hello``. Every
-request carries an ``id``; every reply and every event caused by it carries it back.
+Part of ``musec.daemon.protocol`` (the package's docstring tells the rules of the wire);
+reached through it (``protocol.Hello``), which imports this module on first use. The parts
+that need no msgspec (framing, limits, the socket's place, secrets) are in ``base``.
 
-The wire only grows: new fields get defaults, no field changes type, and a peer ignores
-fields it does not know (msgspec does by default).
-
-Strings of a closed set are ``Literal`` types that msgspec checks on decode (a value
-outside the set is a ``FrameError``); adding a value is a change of the protocol: bump
-``PROTOCOL_VERSION``. Every default is the safe choice, so a client that omits a field
-gets the careful behaviour (``approval="ask"``, a sandbox, no trust, no background agents).
-
-Why over 500 lines: the protocol is defined in one module by design (DESIGN §4): every
-message of both directions, the closed sets, framing and the socket's place, so that a
-reader and a reviewer see the whole wire at once and the client imports exactly this.
-
-This module imports nothing else of musec: the client's import path is this module, the
-client package and the standard library. The package's version is not here: each side
-fills ``Hello.version`` with its own (the client from ``musec.client.__version__``, the
-daemon from the installed distribution).
+Why over 500 lines: every message of the wire is defined here, in one module, by design
+(DESIGN §4), so that a reader and a reviewer see all of them at once.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import struct
-import sys
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import msgspec
 import msgspec.structs
 
-# 2: safe defaults (approval "ask", sandbox "auto"), closed sets checked, Hello.sessions.
-# 3: logs and events of any size (issue 12 part 8): ``ReadLog`` streams ``Event`` frames and
-#    ends with ``LogLines{events}``; an event over ``EVENT_PIECE_BYTES`` comes as
-#    ``EventPart`` frames and an ``Event{parts}``; ``Error{too_large}``.
-PROTOCOL_VERSION = 3
-MAX_FRAME_BYTES = 16 * 1024 * 1024
-EVENT_PIECE_BYTES = 4 * 1024 * 1024
-"""The most bytes of a log line one frame carries; a longer line is sent in pieces."""
-MAX_EVENT_BYTES = 1024 * 1024 * 1024
-"""The largest event a client puts back together from pieces (a bound on its memory)."""
-_HEADER = struct.Struct(">I")
+from .base import (
+    EVENT_PIECE_BYTES,
+    MAX_EVENT_BYTES,
+    MIN_SECRET_CHARS,
+    FrameError,
+    InvalidMessage,
+    frame,
+)
 
 # --- closed sets of strings on the wire ------------------------------------------------
 
@@ -894,55 +872,8 @@ REPLY: dict[type, type] = {
 }
 
 
-# --- credentials and secrets (DESIGN §2, §5 rule 6) -------------------------------------
-
-# Provider variables the client passes with each request (DESIGN §2); never logged.
-CREDENTIAL_VARS = (
-    "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-    "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
-)
-_SECRET_WORDS = frozenset({"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY",
-                           "CREDENTIAL", "CREDENTIALS"})
-_SECRET_PARTS = ("PASSWORD", "PASSWD", "SECRET")
-MIN_SECRET_CHARS = 8
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable called ``name`` holds a secret: the one rule that
-    the client (what it passes on, what it asks to redact), the daemon (what it redacts)
-    and the sandbox (what it keeps from commands) share.
-
-    Secret: a name with ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``PASSWD``,
-    ``PASSPHRASE``, ``APIKEY`` or ``CREDENTIAL(S)`` as one of its ``_``-separated words
-    (``ANTHROPIC_API_KEY``, ``GITHUB_TOKEN``, ``AWS_ACCESS_KEY_ID``), or ``PASSWORD``,
-    ``PASSWD`` or ``SECRET`` anywhere (``PGPASSWORD``); case-insensitive. Not secret:
-    ``KEYBOARD``, ``TOKENIZERS_PARALLELISM``, ``PATH``.
-    """
-    upper = name.upper()
-    if any(part in upper for part in _SECRET_PARTS):
-        return True
-    words = "".join(c if c.isalnum() else " " for c in upper).split()
-    return any(word in _SECRET_WORDS for word in words)
-
-
-def secret_names(env: Mapping[str, str]) -> dict[str, str]:
-    """``env``'s secret variables (``is_secret_name``) whose values are long enough to
-    redact safely (``MIN_SECRET_CHARS``), by name: the log names each where it redacts
-    it (``[REDACTED:NAME]``), and a resume that brings it fills it in again."""
-    return {k: v for k, v in env.items() if len(v) >= MIN_SECRET_CHARS and is_secret_name(k)}
-
-
-def named_secrets(credentials: Mapping[str, str], named: Mapping[str, str]) -> dict[str, str]:
-    """The secrets a request brings, by variable name: its ``redact_named`` and its
-    credentials (each kept only if named like a secret, ``is_secret_name``)."""
-    return {**secret_names(named), **secret_names(credentials)}
-
-
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    """The values of ``env``'s secret variables (``is_secret_name``) long enough to redact
-    safely (``MIN_SECRET_CHARS``), sorted, without repeats."""
-    return sorted({v for k, v in env.items() if len(v) >= MIN_SECRET_CHARS and is_secret_name(k)})
-
+# --- key shapes (with the secrets of ``base``; here so that importing the package compiles
+# no regular expression: the quick client commands do not need them) ---------------------
 
 # Shapes of provider keys: Anthropic sk-ant-..., OpenAI sk-..., sk-proj-... A key is a
 # whole run of key characters (never the tail of a word: "task-scheduler-..." holds no key)
@@ -966,95 +897,7 @@ def redact_keys(text: str, secrets: Iterable[str] = ()) -> str:
     return KEY_SHAPES.sub("[REDACTED]", text)
 
 
-# --- where the daemon listens (DESIGN §2, contract) --------------------------------------
-
-# sun_path holds 108 bytes on Linux, 104 on macOS and the BSDs, the final NUL included.
-MAX_SOCKET_PATH_BYTES = 107 if sys.platform.startswith("linux") else 103
-
-
-def socket_path(env: Mapping[str, str] | None = None) -> Path:
-    """The daemon's socket path: ``MUSEC_SOCKET``, else under ``MUSEC_HOME``, else
-    ``$XDG_RUNTIME_DIR/musec/musecd.sock``, else under the state directory.
-
-    A ``MUSEC_HOME`` so deep that its socket path would be longer than the OS allows
-    (``MAX_SOCKET_PATH_BYTES``) gets a socket in ``$XDG_RUNTIME_DIR/musec/`` named by a
-    digest of the home instead, when that directory is set; otherwise the long path is
-    returned and ``socket_path_problem`` says what to do. Pure: reads ``env`` (default
-    ``os.environ``) and the working directory, touches no file.
-    """
-    env = os.environ if env is None else env
-    if env.get("MUSEC_SOCKET"):
-        return Path(env["MUSEC_SOCKET"])
-    runtime = Path(env["XDG_RUNTIME_DIR"]) / "musec" if env.get("XDG_RUNTIME_DIR") else None
-    if env.get("MUSEC_HOME"):
-        home = os.path.abspath(env["MUSEC_HOME"])
-        path = Path(home) / "run" / "musecd.sock"
-        if _fits(path) or runtime is None:
-            return path
-        import hashlib  # here: it loads OpenSSL, too slow for every client start
-
-        digest = hashlib.sha256(home.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-        return runtime / f"home-{digest}.sock"
-    if runtime is not None:
-        return runtime / "musecd.sock"
-    return state_home(env) / "run" / "musecd.sock"
-
-
-def _fits(path: Path) -> bool:
-    return len(os.fsencode(path)) <= MAX_SOCKET_PATH_BYTES
-
-
-def socket_path_problem(path: Path) -> str | None:
-    """One line saying why a socket cannot be made at ``path`` (too long for the OS), and
-    what to do; ``None`` when it can."""
-    if _fits(path):
-        return None
-    return (f"the socket path {path} is {len(os.fsencode(path))} bytes, longer than the "
-            f"{MAX_SOCKET_PATH_BYTES} this OS allows; set MUSEC_SOCKET to a shorter path "
-            f"(e.g. /tmp/musec-$USER.sock) or use a shorter MUSEC_HOME")
-
-
-def state_home(env: Mapping[str, str] | None = None) -> Path:
-    """The state directory: ``$MUSEC_HOME/state``, else ``$XDG_STATE_HOME/musec``."""
-    env = os.environ if env is None else env
-    if env.get("MUSEC_HOME"):
-        return Path(env["MUSEC_HOME"]) / "state"
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "musec"
-
-
-def config_home(env: Mapping[str, str] | None = None) -> Path:
-    """The config directory: ``$MUSEC_HOME/config``, else ``$XDG_CONFIG_HOME/musec``."""
-    env = os.environ if env is None else env
-    if env.get("MUSEC_HOME"):
-        return Path(env["MUSEC_HOME"]) / "config"
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "musec"
-
-
-# --- framing --------------------------------------------------------------------------
-
-
-class FrameError(Exception):
-    """A frame is malformed: too long, truncated, or not a message at all.
-
-    ``code`` is the ``Error.code`` to answer it with; ``request_id`` the id of the request
-    it carried, when that could be read (0 otherwise).
-    """
-
-    code: ErrorCode = "bad_frame"
-
-    def __init__(self, message: str, request_id: int = 0) -> None:
-        super().__init__(message)
-        self.request_id = request_id
-
-
-class InvalidMessage(FrameError):
-    """A well-formed message that breaks its schema: a missing field, a wrong type, a
-    string outside its closed set. It is the sender's bad request, answered with its id."""
-
-    code: ErrorCode = "bad_request"
-
+# --- the msgspec codec -----------------------------------------------------------------
 
 _client_decoder = msgspec.msgpack.Decoder(ClientMsg)
 _daemon_decoder = msgspec.msgpack.Decoder(DaemonMsg)
@@ -1067,10 +910,7 @@ def encode(msg: Any) -> bytes:
     Raises:
         FrameError: the body is over ``MAX_FRAME_BYTES``.
     """
-    body = _encoder.encode(msg)
-    if len(body) > MAX_FRAME_BYTES:
-        raise FrameError(f"frame of {len(body)} bytes is over the {MAX_FRAME_BYTES}-byte maximum")
-    return _HEADER.pack(len(body)) + body
+    return frame(_encoder.encode(msg))
 
 
 _CUT_CHARS = 64 * 1024
@@ -1208,38 +1048,3 @@ def decode_daemon(body: bytes) -> DaemonMsg:
         return _daemon_decoder.decode(body)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise FrameError(f"bad daemon frame: {exc}") from exc
-
-
-class FrameBuffer:
-    """Incremental frame splitter: feed bytes as they arrive, take whole bodies out.
-
-    The length is checked before any of the body is buffered, so a peer announcing a
-    huge frame costs nothing.
-    """
-
-    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
-        self._buf = bytearray()
-        self._max = max_frame_bytes
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """Add ``data``; return the complete frame bodies now available, in order.
-
-        Raises:
-            FrameError: a frame announces a length over the maximum.
-        """
-        self._buf += data
-        out: list[bytes] = []
-        while len(self._buf) >= 4:
-            (n,) = _HEADER.unpack_from(self._buf)
-            if n > self._max:
-                raise FrameError(f"frame of {n} bytes is over the {self._max}-byte maximum")
-            if len(self._buf) < 4 + n:
-                break
-            out.append(bytes(self._buf[4 : 4 + n]))
-            del self._buf[: 4 + n]
-        return out
-
-    @property
-    def pending(self) -> int:
-        """Bytes buffered that do not yet form a whole frame."""
-        return len(self._buf)
