@@ -23,7 +23,7 @@ SMALL: dict[str, list[str]] = {
     "attach_latency.py": ["--clients", "2", "--turns", "3", "--pairs", "1"],
     "blackboard_reads.py": ["--reads", "2", "--pairs", "1"],
     "busy_status.py": ["--events", "300", "--rounds", "1", "--probes", "2"],
-    "client_start.py": ["--runs", "2", "--editable"],
+    "client_start.py": ["--runs", "2", "--sessions", "0,3", "--editable"],
     "context_accounting.py": ["--calls", "20", "--pairs", "1"],
     "edit_replace_all.py": ["--rounds", "1"],
     "eventlog_append.py": ["--events", "200", "--fsync-events", "20", "--rounds", "1", "--dir", "{tmp}"],
