@@ -1,6 +1,6 @@
 """Client start time as ratios to a bare interpreter, measured in the same run.
 
-    python bench/client_start.py [--runs N] [--sessions 0,1000] [--editable]
+    python bench/client_start.py [--runs N] [--sessions 0,1000] [--editable] [--against DIR]
 
 Installs this checkout normally (``pip install --no-deps``, not editable: an editable
 install adds an import finder to every start) into a private venv that borrows this
@@ -11,7 +11,10 @@ interpreter), ``musec --version``, ``musec sessions --all`` and ``musec daemon s
 Each round gives one ratio per command (its time over the baseline's of the same round);
 printed per command: the medians and the per-round ratios (min, median, max), of the wall
 time and of the CPU time (user + system of the child, steadier on a loaded machine).
-``--editable`` times the current environment's ``musec`` instead. Targets (issue 19):
+``--editable`` times the current environment's ``musec`` instead. ``--against DIR``
+installs another checkout (say ``git worktree add DIR main``) the same way and times its
+commands in the same rounds, against the same daemon (printed as ``before: ...``), so a
+change is measured under the same load as what it replaces. Targets (issue 19):
 --version <= 1.5x, sessions <= 4x, at 0 and at 1,000 sessions.
 """
 
@@ -32,14 +35,14 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"musec --version": "<= 1.5x", "musec sessions": "<= 4x", "musec daemon status": "none"}
 
 
-def normal_install(into: Path) -> Path:
-    """A venv at ``into`` with this checkout installed normally; returns its bin folder."""
+def normal_install(into: Path, root: Path = ROOT) -> Path:
+    """A venv at ``into`` with the checkout at ``root`` installed normally; returns its bin folder."""
     subprocess.run([sys.executable, "-m", "venv", str(into / "venv")], check=True)
     site = next((into / "venv" / "lib").glob("python*/site-packages"))
     deps = [p for p in sys.path if p.endswith("site-packages")]
     (site / "_bench_deps.pth").write_text("\n".join(deps) + "\n")  # dependencies, not musec itself
     src = into / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", "__pycache__",
+    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", "__pycache__",
                                                              "tests", "bench", "evals"))
     subprocess.run([str(into / "venv" / "bin" / "pip"), "install", "-q", "--no-deps",
                     str(src)], check=True, capture_output=True)
@@ -76,29 +79,36 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def measure(bin_dir: Path, count: int, runs: int) -> list[dict[str, tuple[float, float]]]:
-    """``runs`` rounds of every command against a warm daemon serving ``count`` sessions."""
+def commands(bin_dir: Path, label: str = "") -> dict[str, list[str]]:
+    """The timed commands of the install at ``bin_dir``, named with ``label`` in front."""
+    musec = str(bin_dir / "musec")
+    return {f"{label}musec --version": [musec, "--version"],
+            f"{label}musec sessions": [musec, "sessions", "--all"],
+            f"{label}musec daemon status": [musec, "daemon", "status"]}
+
+
+def measure(bin_dir: Path, count: int, runs: int, before: Path | None) -> list[dict[str, tuple[float, float]]]:
+    """``runs`` rounds of every command (and of ``before``'s, when given) against a warm
+    daemon of ``bin_dir``'s install serving ``count`` sessions."""
     home = Path(tempfile.mkdtemp(prefix="mhb", dir="/tmp"))
     env = {**os.environ, "MUSEC_HOME": str(home)}
     for name in ("MUSEC_SOCKET", "XDG_RUNTIME_DIR"):
         env.pop(name, None)
     musec = str(bin_dir / "musec")
-    commands = {"python -c pass": [str(bin_dir / "python"), "-c", "pass"],
-                "musec --version": [musec, "--version"],
-                "musec sessions": [musec, "sessions", "--all"],
-                "musec daemon status": [musec, "daemon", "status"]}
+    timed_commands = {"python -c pass": [str(bin_dir / "python"), "-c", "pass"], **commands(bin_dir),
+                      **(commands(before, "before: ") if before else {})}
     try:
         write_sessions(home, count)
         subprocess.run([musec, "daemon", "start"], env=env, capture_output=True, check=True)
         listed = subprocess.run([musec, "sessions", "--all"], env=env, capture_output=True, text=True, check=True)
         assert len(listed.stdout.splitlines()) == max(count, 1), listed.stdout[-500:]
-        for cmd in commands.values():
+        for cmd in timed_commands.values():
             timed(cmd, env)  # warm the page cache and the daemon's index
-        names = list(commands)
+        names = list(timed_commands)
         rounds = []
         for r in range(runs):
             order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
-            rounds.append({name: timed(commands[name], env) for name in order})
+            rounds.append({name: timed(timed_commands[name], env) for name in order})
         return rounds
     finally:
         subprocess.run([musec, "daemon", "stop"], env=env, capture_output=True)
@@ -110,21 +120,25 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--sessions", default="0,1000", help="session counts, comma-separated")
     parser.add_argument("--editable", action="store_true", help="time this environment's musec as installed")
+    parser.add_argument("--against", type=Path, default=None, metavar="DIR",
+                        help="another checkout, installed normally and timed in the same rounds")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="cs"))
     try:
-        bin_dir = Path(sys.executable).parent if args.editable else normal_install(tmp)
-        results = {int(n): measure(bin_dir, int(n), args.runs) for n in args.sessions.split(",")}
+        bin_dir = Path(sys.executable).parent if args.editable else normal_install(tmp / "this")
+        before = normal_install(tmp / "before", args.against.resolve()) if args.against else None
+        results = {int(n): measure(bin_dir, int(n), args.runs, before) for n in args.sessions.split(",")}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{'editable' if args.editable else 'normal'} install, {args.runs} rounds, baseline python -c pass, "
-          "against a warm daemon")
+          "against a warm daemon" + (f"; before: {args.against}" if args.against else ""))
     for count, rounds in results.items():
         print(f"-- {count} sessions")
         for name, target in TARGETS.items():
-            for i, what in enumerate(("wall", "cpu")):
-                print_ratios(f"{name} {what} (target {target})",
-                             [(r["python -c pass"][i] * 1e3, r[name][i] * 1e3) for r in rounds], " ms", ".1f")
+            for label in ("before: ", "") if args.against else ("",):
+                for i, what in enumerate(("wall", "cpu")):
+                    print_ratios(f"{label}{name} {what} (target {target})",
+                                 [(r["python -c pass"][i] * 1e3, r[label + name][i] * 1e3) for r in rounds], " ms", ".1f")
 
 
 if __name__ == "__main__":
