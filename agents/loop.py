@@ -69,11 +69,14 @@ class NeedsApproval(AgentError):
     """A call needs a person's yes and nobody can give it (a headless run)."""
 
 
-def how_to_approve(verdict: Verdict, mode: str) -> str:
+def how_to_approve(verdict: Verdict, mode: str, always: list[str] | None = None) -> str:
     """What a headless run stopped for approval can do, by what asked: the approval mode
-    (another mode), or a rule (``--approval never`` is the mode that does not ask for rules)."""
+    (another mode, or the allow rules answering "always" would save, ``always``), or a
+    rule (``--approval never`` is the mode that does not ask for rules)."""
     if verdict.source == "mode":
-        return f"approval mode {mode} asks for it: run interactively, or with --approval auto"
+        rules = ", ".join(f'"{r}"' for r in always or [])
+        also = f", or allow just this with the rule {rules} (config.toml, [permissions] allow)" if rules else ""
+        return f"approval mode {mode} asks for it: run interactively, or with --approval auto{also}"
     why = f" ({verdict.origin})" if verdict.origin else ""
     return (f"the {verdict.source} rule ask {verdict.rule}{why} asks for it: run interactively, or with "
             "--approval never (rules' asks are skipped; the sandbox is the only boundary)")
@@ -440,13 +443,14 @@ class Agent:
             verdict = Verdict("deny", source="hook")
         if verdict.decision == "ask":
             preview = getattr(tool, "preview", None)  # a file edit's diff, to see before answering
+            always = self.policy.always_rules(described)
             self.record(ev.ApprovalRequested(call_id=call.id, tool=call.name, input=call.input,
-                                             rule=verdict.rule, source=verdict.source,
+                                             rule=verdict.rule, source=verdict.source, always=always,
                                              preview=await preview(call.input, self.ctx) or ev.UNSET if preview else ev.UNSET))
             try:
                 answer, by = await self._ask(self.agent_id, call, tool)
             except NeedsApproval as exc:
-                raise NeedsApproval(f"{exc}; {how_to_approve(verdict, self.approval_mode)}") from None
+                raise NeedsApproval(f"{exc}; {how_to_approve(verdict, self.approval_mode, always)}") from None
             saved = self.policy.remember(described) if answer == "always" else {}
             self.record(ev.ApprovalResolved(call_id=call.id, decision=answer, by=by, **saved))
             verdict = Verdict("deny" if answer == "deny" else "allow", verdict.rule, "person")

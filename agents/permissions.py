@@ -46,7 +46,15 @@ from pathlib import Path
 from typing import Any
 
 from .approval import Decision, decide
-from .commandrules import command_regex, command_segments, deny_candidates, normalize, other_names
+from .commandrules import (
+    allowing_command,
+    always_for_command,
+    command_regex,
+    command_segments,
+    core_words,
+    deny_candidates,
+    other_names,
+)
 from .core.errors import AgentError
 from .netrules import host_regex
 from .shellsplit import split_commands
@@ -169,13 +177,15 @@ class Call:
 
     ``tool`` the tool's name; ``access`` read/write/execute; ``command`` for ``bash``;
     ``paths`` for file tools: pairs of (absolute path, path relative to the workspace or
-    ``None`` when outside it), symlinks resolved.
+    ``None`` when outside it), symlinks resolved; ``workdir`` for ``bash``: the workspace,
+    where the files a command writes by a relative name are (``None``: not known).
     """
 
     tool: str
     access: str
     command: str | None = None
     paths: tuple[tuple[str, str | None], ...] = ()
+    workdir: str | None = None
 
 
 def _path_matches(rule: Rule, abs_path: str, rel_path: str | None) -> bool:
@@ -202,6 +212,7 @@ def _matches_any_part(rule: Rule, call: Call) -> bool:
 
 def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
     """Allow rules: the rules that together let every part of the call through, or []."""
+    every = rules
     rules = [r for r in rules if r.covers(call.tool)]
     bare = [r for r in rules if r.regex is None]
     if bare:
@@ -212,16 +223,17 @@ def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
         split = split_commands(call.command)
         if split.unsure or split.substitution or not split.parsed:
             return []  # what runs is not known before it runs: the mode decides
-        parts = [c.text for c in split.commands if c.text]
-        if not parts:
+        commands = [c for c in split.commands if c.text]
+        if not commands:
             return []
+        moves = any(c.argv and core_words(c.argv)[0] in ("cd", "pushd", "popd") for c in commands)
         used: list[Rule] = []
-        for part in parts:
-            rule = next((r for r in rules if r.regex is not None and r.regex.fullmatch(part)), None)
-            if rule is None:
+        for command in commands:
+            edits = [r for r in every if r.kind in ("edit", "write") and r.action == "allow"]
+            found = allowing_command(rules, edits, command, call.workdir if not moves else None, _path_matches)
+            if found is None:
                 return []
-            if rule not in used:
-                used.append(rule)
+            used += [r for r in found if r not in used]
         return used
     if not call.paths:
         return []
@@ -311,23 +323,17 @@ def _unsure_verdict(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict | N
 
 
 def rules_for_call(call: Call, workspace: str) -> list[str]:
-    """Allow rules a person's "always" makes of ``call``: each command's first word + `` *``
-    for ``bash``; for files the directory (``edit(src/**)``), or the name of a file at the
+    """Allow rules a person's "always" makes of ``call`` (``always_for_command`` for
+    ``bash``); for files the directory (``edit(src/**)``), or the name of a file at the
     top of the workspace (``edit(setup.py)``); the tool's own name for an MCP tool;
-    ``[]`` for tools no rule kind covers."""
+    ``[]`` for tools no rule kind covers, and for a command line none can be made of."""
     if _MCP_RULE.fullmatch(call.tool) and not any(c in call.tool for c in "*?["):
         return [call.tool]
     kind = _KIND_OF_TOOL.get(call.tool)
     if kind is None:
         return []
     if kind == "bash":
-        command = call.command or ""
-        split = split_commands(command)
-        parts = None if split.substitution or split.unsure else command_segments(command)
-        if not parts:
-            return [f"bash({_escape(normalize(command))})"] if command.strip() else []
-        words = dict.fromkeys(_escape(part.split(" ")[0]) for part in parts)
-        return [f"bash({w} *)" for w in words]
+        return always_for_command(call.command or "")
     out: list[str] = []
     for abs_path, rel in call.paths or ((workspace, "."),):
         if rel is None:
@@ -338,10 +344,6 @@ def rules_for_call(call: Call, workspace: str) -> list[str]:
             pattern = "**" if rel == "." else _escape_glob(rel)
         out.append(f"{kind}({pattern})")
     return list(dict.fromkeys(out))
-
-
-def _escape(text: str) -> str:
-    return re.sub(r"([*?\\])", r"\\\1", text)
 
 
 def _escape_glob(text: str) -> str:
@@ -374,7 +376,8 @@ class Policy:
         """Describe a call for the rules; file paths are resolved against the workspace."""
         if tool == "bash":
             command = input.get("command") if isinstance(input, dict) else None
-            return Call(tool, access, command=command if isinstance(command, str) else None)
+            return Call(tool, access, command=command if isinstance(command, str) else None,
+                        workdir=os.path.realpath(self.workspace or os.getcwd()))
         if tool not in _KIND_OF_TOOL:
             return Call(tool, access)
         raws = [p for p in paths if isinstance(p, str) and p and "\0" not in p]
@@ -448,18 +451,28 @@ class Policy:
             kept.append(f"[{hidden} result line(s) hidden by the deny rule {by}]")
         return "\n".join(kept)
 
+    def always_rules(self, call: Call) -> list[str]:
+        """The allow rules a person's "always" on ``call`` would save (``rules_for_call``),
+        to show before they answer (``approval_requested``'s ``always``): a tool no rule
+        kind covers is named bare (allowed by name for this agent only); ``[]``: a
+        command line none can be made of ("always" then allows this call only)."""
+        texts = rules_for_call(call, str(self.workspace or "."))
+        return texts if texts or call.tool == "bash" else [call.tool]
+
     def remember(self, call: Call) -> dict[str, Any]:
         """A person said "always": allow calls like ``call`` from now on (and save the rules).
 
         Returns the fields for the ``approval_resolved`` event: ``saved_rules`` and
         ``saved_to`` (or ``save_error``). A call no rule kind covers is allowed by tool
-        name for this agent only.
+        name for this agent only; a command line no rule can be made of
+        (``always_for_command``) saves nothing.
         """
         texts = rules_for_call(call, str(self.workspace or "."))
+        if not texts and call.tool == "bash":
+            return {"saved_rules": [], "saved_to": ""}
         if not texts:
-            texts = [f"{call.tool}"]
             self.rules.append(Rule(call.tool, "allow", "tool", None, "person", "always allow", tools=(call.tool,)))
-            return {"saved_rules": texts, "saved_to": ""}
+            return {"saved_rules": [call.tool], "saved_to": ""}
         for text in texts:
             self.rules.append(parse_rule(text, "allow", source="user", origin="always allow"))
         if self.save is None:

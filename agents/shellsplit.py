@@ -32,6 +32,7 @@ would share all of the reader's state.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 
 __all__ = ["ShellSplit", "SimpleCommand", "split_commands"]
@@ -61,16 +62,34 @@ class SimpleCommand:
         nested: found inside a substitution, a heredoc or an ``eval``/``sh -c`` string.
         dynamic_name: the command's name comes from an expansion (not knowable before
             it runs).
+        redirections: each redirection as ``(fd, operator, target, literal)``: ``fd`` as
+            written before the operator (``""``, ``"2"``, ``"{v}"``), the target after
+            quote removal, ``literal`` when the target has no expansion or glob in it.
     """
 
     words: list[str]
     nested: bool = False
     dynamic_name: bool = False
+    redirections: list[tuple[str, str, str, bool]] = field(default_factory=list)
 
     @property
     def text(self) -> str:
         """The words joined by one space, each word's whitespace runs made one space."""
         return " ".join(" ".join(self.words).split())
+
+    @property
+    def argv(self) -> list[str]:
+        """The words without the redirections: the command and its arguments."""
+        return self.words[: len(self.words) - len(self.redirections)]
+
+    @property
+    def quoted(self) -> str:
+        """The command as one text that tells its words apart: each argument and each
+        redirection's target quoted as ``shlex.quote`` does where needed (``rm -rf 'my dir'``,
+        ``python3 -c 'print(1)'``, ``make >log``); two commands with different words or
+        redirections never have the same ``quoted`` text."""
+        argv = [shlex.quote(w) for w in self.argv]
+        return " ".join(argv + [f"{fd}{op}{shlex.quote(t)}" for fd, op, t, _ in self.redirections])
 
 
 @dataclass
@@ -183,13 +202,14 @@ class _Parser:
         self.pending: list[_Pending] = []
         self.words: list[_Word] = []
         self.redirs: list[str] = []
+        self.redirections: list[tuple[str, str, str, bool]] = []
         self.case_stack: list[str] = []  # "pattern" or "body" for each open case
 
     # -- commands -------------------------------------------------------------------
 
     def _end_command(self) -> None:
-        words, redirs = self.words, self.redirs
-        self.words, self.redirs = [], []
+        words, redirs, structured = self.words, self.redirs, self.redirections
+        self.words, self.redirs, self.redirections = [], [], []
         while words and not words[0].quoted and words[0].literal and words[0].text in _RESERVED_PREFIX:
             if words[0].text == "time":
                 words.pop(0)
@@ -197,19 +217,19 @@ class _Parser:
                     words.pop(0)
                 continue
             words.pop(0)
-        if not words:
+        if not words or (not words[0].quoted and words[0].text in _RESERVED_ALONE and len(words) == 1):
+            if words and words[0].text == "esac" and self.case_stack:
+                self.case_stack.pop()
+            if redirs:  # `{ ...; } >f`, `(...) >f`, `done >f`: the redirection is still made
+                self.out.commands.append(SimpleCommand(list(redirs), self.nested, False, structured))
             return
         first = words[0]
-        if not first.quoted and first.text in _RESERVED_ALONE and len(words) == 1:
-            if first.text == "esac" and self.case_stack:
-                self.case_stack.pop()
-            return
         if not first.quoted and first.text in ("for", "select", "function"):
             return  # a loop's word list or a function's name: no command runs here
         texts = [w.text for w in words]
         name_at = next((i for i, w in enumerate(words) if not _ASSIGNMENT.match(w.text)), None)
         dynamic = name_at is not None and (not words[name_at].literal or words[name_at].pattern)
-        self.out.commands.append(SimpleCommand(texts + redirs, self.nested, dynamic))
+        self.out.commands.append(SimpleCommand(texts + redirs, self.nested, dynamic, structured))
         if name_at is not None:
             self._command_strings(words[name_at:])
 
@@ -253,7 +273,7 @@ class _Parser:
                 self.pos += 1
                 if self.case_stack and self.case_stack[-1] == "pattern":
                     self.case_stack[-1] = "body"
-                    self.words, self.redirs = [], []
+                    self.words, self.redirs, self.redirections = [], [], []
                     continue
                 self._end_command()
                 if parens == 0 and closer == ")":
@@ -361,6 +381,7 @@ class _Parser:
             quoted = any(q in text[raw_start : self.pos] for q in "'\"\\")
             self.pending.append(_Pending(delimiter, op == "<<-", not quoted))
         self.redirs.append(f"{fd}{op}{target.text}")
+        self.redirections.append((fd, op, target.text, target.literal and not target.pattern))
 
     def _read_heredocs(self) -> None:
         """After a newline: each pending heredoc's body, up to its delimiter line. The

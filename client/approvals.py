@@ -156,6 +156,11 @@ def ask_approval(ev: dict[str, Any], conn: Connection | None = None,
         out(f"  (asked by the {source + ' ' if source else ''}rule: {rule})")
     elif source == "mode":
         out("  (asked by the approval mode: no rule allows it)")
+    always = ev.get("always")
+    if isinstance(always, list):  # what [a]lways would save, before the person answers
+        saved = ", ".join(safe(str(r)) for r in always)
+        out(f"  ([a]lways saves the allow rule{'s' if len(always) > 1 else ''} {saved})" if always
+            else "  ([a]lways allows this call only: no rule can name what it changes)")
     question = ("Allow it?" if lines else f"Allow {head}?") + " [y]es / [n]o / [a]lways (then Enter; Ctrl-C interrupts): "
     while True:
         try:

@@ -263,7 +263,9 @@ class Renderer:
             who = "by the person"
         else:
             who = f"by {by.replace('_', ' ')}"
-        return f"approval: {decision} {who}"
+        saved = ev.get("saved_rules")
+        rules = f" (saved {', '.join(safe(str(r)) for r in saved)})" if isinstance(saved, list) and saved else ""
+        return f"approval: {decision} {who}{rules}"
 
     def _markdown(self, prefix: str, text: str) -> None:
         from rich.markdown import Markdown

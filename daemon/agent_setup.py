@@ -399,7 +399,7 @@ def _net_asker(session: Any, policy: Any) -> Any:
     async def ask(host: str, port: int, verdict: Any) -> bool:
         call = SimpleNamespace(id=f"net-{next(numbers)}", name="net", input={"host": host, "port": port})
         session.record(ApprovalRequested(call_id=call.id, tool="net", input=call.input,
-                                         rule=verdict.rule, source=verdict.source))
+                                         rule=verdict.rule, source=verdict.source, always=[f"net({host}:{port})"]))
         try:
             answer, by = await session.ask("main", call, None)
         except AgentError:  # NeedsApproval: nobody can answer in a headless run

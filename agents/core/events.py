@@ -306,7 +306,9 @@ class RateLimited(Event, frozen=True, tag="rate_limited"):
 
 class ApprovalRequested(Event, frozen=True, tag="approval_requested"):
     """A call waits for a person's answer; ``rule`` and ``source`` say what asked for it.
-    ``preview``: for a file edit, the unified diff it would make (shown before the question)."""
+    ``preview``: for a file edit, the unified diff it would make (shown before the question).
+    ``always``: the allow rules answering "always" would save (shown with the question,
+    in every terminal); ``[]``: "always" would allow this call only; unset: not known."""
 
     call_id: str
     tool: str = ""
@@ -314,6 +316,7 @@ class ApprovalRequested(Event, frozen=True, tag="approval_requested"):
     rule: str = ""
     source: str = ""
     preview: str | UnsetType = UNSET
+    always: list[str] | UnsetType = UNSET
 
 
 class ApprovalModeChanged(Event, frozen=True, tag="approval_mode_changed"):

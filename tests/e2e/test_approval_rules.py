@@ -164,8 +164,8 @@ def test_always_allow_is_saved_for_the_workspace_and_used_later(
     config = _user_config(musec, comment)
     script = _script(tmp_path, "twice", [
         [{"tool": "bash", "input": {"command": TESTS}}],
-        [{"expect_result": "FAILED"}, {"tool": "bash", "input": {"command": "python3 -c 'print(42)'"}}],
-        [{"expect_result": "42"}, {"text": "done"}],
+        [{"expect_result": "FAILED"}, {"tool": "bash", "input": {"command": "python3 -m unittest -v 2>&1"}}],
+        [{"expect_result": "FAILED"}, {"text": "done"}],
     ])
     req = p.StartSession(id=conn.next_id(), workspace=str(buggy_repo), model=script, task="go", approval="ask",
                          interactive=True, end_when_idle=True, sandbox="auto")
@@ -175,14 +175,15 @@ def test_always_allow_is_saved_for_the_workspace_and_used_later(
     events = _events_until_idle(conn, started.session_id, answer="always")
     asked = [e for e in events if e["type"] == "approval_requested"]
     assert len(asked) == 1  # the second python3 call went through on the saved rule
+    assert asked[0]["always"] == ["bash(python3 -m unittest *)"]  # said before the answer
     resolved = next(e for e in events if e["type"] == "approval_resolved")
-    assert resolved["decision"] == "always" and resolved["saved_rules"] == ["bash(python3 *)"]
+    assert resolved["decision"] == "always" and resolved["saved_rules"] == ["bash(python3 -m unittest *)"]
     assert resolved["saved_to"] == str(config) and resolved["by"]
     second = [e for e in events if e["type"] == "tool_started"][1]
-    assert (second["rule"], second["source"]) == ("bash(python3 *)", "user")
+    assert (second["rule"], second["source"]) == ("bash(python3 -m unittest *)", "user")
     text = config.read_text()
     assert text.startswith(comment)  # the person's text is kept
-    assert tomllib.loads(text)["workspaces"][str(buggy_repo)]["permissions"]["allow"] == ["bash(python3 *)"]
+    assert tomllib.loads(text)["workspaces"][str(buggy_repo)]["permissions"]["allow"] == ["bash(python3 -m unittest *)"]
 
     code, result, events, _ = _run(musec, buggy_repo, _run_tests_script(tmp_path), "--approval", "ask")
     assert code == 0, result

@@ -1,0 +1,42 @@
+"""The approval question says what "always" would save before the person answers, and the
+answer's line says what it saved (fresh-user finding 1)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from musec.client.approvals import ask_approval
+from musec.client.render import Renderer
+
+
+def _ask(ev: dict, answer: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    monkeypatch.setattr("sys.stdin", io.StringIO(answer + "\n"))
+    decision = ask_approval(ev)
+    return str(decision), capsys.readouterr().out
+
+
+def test_the_question_names_the_rule_always_saves(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    ev = {"type": "approval_requested", "call_id": "c1", "tool": "bash", "input": {"command": "rm -rf build"},
+          "source": "mode", "always": ["bash(rm -rf build)"]}
+    decision, shown = _ask(ev, "a", monkeypatch, capsys)
+    assert decision == "always"
+    assert "[a]lways saves the allow rule bash(rm -rf build)" in shown
+    assert shown.index("bash(rm -rf build)") < shown.index("[y]es")  # before the answer
+
+
+def test_the_question_says_when_always_saves_nothing(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    ev = {"type": "approval_requested", "call_id": "c1", "tool": "bash", "input": {"command": "rm -rf $B"},
+          "source": "mode", "always": []}
+    _, shown = _ask(ev, "n", monkeypatch, capsys)
+    assert "[a]lways allows this call only" in shown
+    # An event from an older daemon (no field) is asked as before, without the line.
+    _, shown = _ask({**ev, "always": None}, "n", monkeypatch, capsys)
+    assert "[a]lways saves" not in shown and "[a]lways allows" not in shown
+
+
+def test_the_answer_line_names_the_saved_rules() -> None:
+    words = Renderer(io.StringIO()).resolved_words(
+        {"type": "approval_resolved", "call_id": "c1", "decision": "always", "by": "person",
+         "saved_rules": ["bash(rm -rf build)"]})
+    assert words == "approval: always allowed by the person (saved bash(rm -rf build))"
