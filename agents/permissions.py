@@ -19,6 +19,16 @@ backticks or ``<(...)`` (those fall back to the mode); a deny or ask rule matche
 any command (including those inside substitutions, ``eval`` and ``sh -c``) or any quoted
 text outside heredoc bodies matches. Where the commands cannot all be known (``$X args``,
 ``eval "$cmd"``, an unclosed quote) and a deny or ask rule exists, it asks (denies in never).
+Wrappers and their options (``sudo -u root``, ``env -u X``, ``timeout -s KILL 5``...) and
+git's global options (``git -C . push``) are seen through by deny and ask rules.
+
+A command that writes files (a redirection ``>``/``>>``/``&>``/``>|`` to a file, not
+``/dev/null`` or ``2>&1``; ``tee FILE``; ``sed -i``; ``dd of=``; ``curl -o``...:
+``commandrules.file_writes``) is a write: an allow rule with a wildcard (``bash(echo *)``)
+lets it through only when ``edit`` allow rules cover every file it writes; a rule naming
+the very command (``bash(echo x >notes.txt)``) does. "Always" saves the very command for
+one that destroys, publishes, writes files or runs another (``bash(rm -rf build)``), and
+``approval_requested`` carries what it would save (``always``) so every terminal shows it.
 
 Path patterns are the ``glob`` tool's globs (``**``, ``*``, ``?``, ``[a-z]``, ``{a,b}``;
 a pattern without ``/`` matches the file name at any depth). ``~`` expands to the home
