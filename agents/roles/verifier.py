@@ -64,6 +64,8 @@ class Verifier(BackgroundAgent):
         self._checked = 0  # of those, how many a finished check covered
         self._idle = False  # no test command: nothing will ever be checked
         self._progress: anyio.Event | None = None  # made by a waiter (an Event needs a running loop)
+        self._preparing = anyio.Lock()  # the session and the role's run() both prepare: one copy
+        self._prepared = False
 
     def on_own_baseline_snapshot(self, event: BaselineSnapshot, *, live: bool) -> None:
         """On resume, the copy a daemon that stopped kept is where the baseline runs.
@@ -143,20 +145,24 @@ class Verifier(BackgroundAgent):
 
         The session awaits this before its first turn, so no edit can reach the copy; it
         takes the time of a copy of the files (capped, ``baseline.MAX_SNAPSHOT_BYTES``),
-        never the time of a test run.
+        never the time of a test run. The session calls it before its first turn while the
+        role's ``run`` (started beside it) calls it too: the second caller waits for the
+        first's copy instead of making (and logging) one of its own.
         """
         from .baseline import snapshot_tree
 
-        if self.snapshot is not None or self.known_failing is not None:
-            return
-        folder = Path(tempfile.mkdtemp(prefix=_SNAPSHOT_PREFIX))
-        if await anyio.to_thread.run_sync(snapshot_tree, self.workspace, folder):
-            self.snapshot = folder
-            # Logged, so a session resumed after a crash takes its baseline on the same copy
-            # (the workspace holds the edits by then).
-            self.record(BaselineSnapshot(path=str(folder)))
-        else:
-            shutil.rmtree(folder, ignore_errors=True)
+        async with self._preparing:
+            if self._prepared or self.snapshot is not None or self.known_failing is not None:
+                return
+            self._prepared = True  # a copy that could not be made (too big) is not tried again
+            folder = Path(tempfile.mkdtemp(prefix=_SNAPSHOT_PREFIX))
+            if await anyio.to_thread.run_sync(snapshot_tree, self.workspace, folder):
+                self.snapshot = folder
+                # Logged, so a session resumed after a crash takes its baseline on the same copy
+                # (the workspace holds the edits by then).
+                self.record(BaselineSnapshot(path=str(folder)))
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def close(self) -> None:
         """Close the inbox and remove the copy of the workspace (the session has ended)."""

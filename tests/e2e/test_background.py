@@ -69,6 +69,18 @@ def test_verifier_stays_quiet_when_nothing_new_fails(musec: Musec, buggy_repo: P
     assert [e for e in events if e["type"] == "test_run"][0]["passed"] is False
 
 
+def test_a_fresh_session_logs_one_baseline_snapshot(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    # The session and the verifier's own start both prepared the copy: two copies, two events.
+    proc = musec("run", "--model", f"scripted:{fix_script}", "--approval", "auto", "--agents", "verifier",
+                 "--output-format", "json", "fix it", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    snapshots = [e for e in events if e["type"] == "baseline_snapshot"]
+    assert len(snapshots) == 1, snapshots
+    assert not Path(snapshots[0]["path"]).exists()  # removed when the session ended
+
+
 def test_unknown_background_role_is_a_usage_error(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
     proc = musec("run", "--model", f"scripted:{fix_script}", "--agents", "oracle", "go", cwd=buggy_repo)
     assert proc.returncode == 2 and "unknown background agent 'oracle'" in proc.stderr

@@ -122,6 +122,29 @@ async def test_the_reviewer_holds_only_failures_the_turn_introduced(tmp_path: Pa
         reviewer.close()
 
 
+async def test_the_workspace_is_copied_once_when_the_session_and_the_role_both_prepare(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The session awaits prepare() before its first turn while the role's own run() (started
+    # beside it) prepares too: one copy, one baseline_snapshot, no copy left behind.
+    import tempfile
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where the copies are made
+    repo = _repo(tmp_path / "repo", **{"app.py": APP, "test_app.py": TEST_APP})
+    recorder, board = Watched(), Blackboard()
+    verifier = _verifier(recorder, board, repo)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(verifier.prepare)
+            tg.start_soon(verifier.prepare)
+        assert len(recorder.of_type("baseline_snapshot")) == 1, recorder.events
+        assert list(temp.iterdir()) == [verifier.snapshot]
+    finally:
+        verifier.close()
+    assert list(temp.iterdir()) == []
+
+
 def test_narrowing_picks_the_tests_that_touch_the_changes(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo", **{"app.py": APP, "util.py": "", "test_app.py": TEST_APP,
                                         "test_util.py": "import util\n", "test_other.py": "x = 1\n"})
