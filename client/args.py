@@ -20,13 +20,26 @@ _VALUE_OPTIONS = frozenset({"--model", "--workspace", "--approval", "--max-turns
                             "--agents-model", "--agents-budget-usd", "--agents"})
 
 
+_JSON = "print JSON instead of text"
+_SESSION_ID = "the session's id (`musec sessions` lists them)"
+_OUTPUT_FORMAT = ("text (for a person), json (one object when the run ends: session id, result, exit reason, "
+                  "cost) or stream-json (each event as a JSON line as it happens, then that object) (default: text)")
+_BUDGET = "stop before a model call once the agent has spent X dollars (default: no cap)"
+
+
 def session_opts(sp: argparse.ArgumentParser) -> None:
     """The options of a command that starts a session (``run``, ``chat`` and the bare ``musec``)."""
     sp.add_argument("--model", default=None, help=f"PROVIDER/MODEL, an alias, or scripted:PATH (default: $MUSEC_MODEL or {DEFAULT_MODEL})")
     sp.add_argument("--workspace", default=None, help="the repository to work in (default: the current directory)")
-    sp.add_argument("--approval", choices=APPROVALS, default=None, help="default: ask")
+    sp.add_argument("--approval", choices=APPROVALS, default=None,
+                    help="which tool calls need your yes: ask (edits and commands), auto (none), read-only "
+                         "(edits refused, commands see a read-only workspace), never (never asks: the sandbox is "
+                         "the only boundary), plan (a read-only plan first, carried out once you approve it); "
+                         "your approval rules refine each (default: ask)")
     sp.add_argument("--max-turns", type=int, default=None, help="model turns per message (default: 50)")
-    sp.add_argument("--sandbox", choices=SANDBOXES, default="auto")
+    sp.add_argument("--sandbox", choices=SANDBOXES, default="auto",
+                    help="where the agent's commands run: bwrap (bubblewrap, Linux), seatbelt (macOS), off (no "
+                         "sandbox); auto picks the platform's (default: auto)")
     sp.add_argument("--no-blackboard", dest="blackboard", action="store_false",
                     help="every agent reads files from disk itself (for comparison)")
     sp.add_argument("--agents-model", default="", metavar="M",
@@ -43,8 +56,8 @@ def session_opts(sp: argparse.ArgumentParser) -> None:
 def _run(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("task", nargs="?", default="", help='the task; "-" reads it from stdin (musec run - < task.md)')
     session_opts(sp)
-    sp.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
-    sp.add_argument("--budget-usd", type=float, default=None)
+    sp.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text", help=_OUTPUT_FORMAT)
+    sp.add_argument("--budget-usd", type=float, default=None, metavar="X", help=_BUDGET)
     sp.add_argument("--max-wall", default=None, metavar="DURATION",
                     help="stop once the agent has worked this long on a message, such as 90s, 30m or 2h")
     sp.add_argument("--goal", default=None, metavar="CONDITION",
@@ -61,59 +74,68 @@ def _run(sp: argparse.ArgumentParser) -> None:
 
 
 def _sessions(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--workspace", default=None)
-    sp.add_argument("--all", action="store_true")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--workspace", default=None, help="list this workspace's sessions (default: the current directory's)")
+    sp.add_argument("--all", action="store_true", help="list the sessions of every workspace")
+    sp.add_argument("--json", action="store_true", help=_JSON)
 
 
 def _log(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("args", nargs="+", metavar="ID | verify ID")
-    sp.add_argument("--json", action="store_true")
+    # One positional of one or two words (views.cmd_log checks the count): argparse's own
+    # usage for it would read as a repeatable argument.
+    sp.usage = "musec log [-h] [--json] ID\n       musec log verify ID"
+    sp.add_argument("args", nargs="+", metavar="ID",
+                    help="the session's id; `verify ID` checks its hash chain instead (exit 0 when intact)")
+    sp.add_argument("--json", action="store_true", help="print each event as its JSON line, as logged")
 
 
 def _attach(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("session_id")
-    sp.add_argument("--output-format", choices=("text", "stream-json"), default="text")
+    sp.add_argument("session_id", help=_SESSION_ID)
+    sp.add_argument("--output-format", choices=("text", "stream-json"), default="text",
+                    help="text (for a person) or stream-json (one event per line as it happens) (default: text)")
 
 
 def _daemon(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("action", choices=("start", "stop", "status", "run", "install"))
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("action", choices=("start", "stop", "status", "run", "install"),
+                    help="start it in the background, stop it, show its status (exit 5 when not running), "
+                         "run it in the foreground, or install it as a user service (systemd, launchd)")
+    sp.add_argument("--json", action="store_true", help="with status: " + _JSON)
 
 
 def _resume(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("session_id", nargs="?", default=None)
+    sp.add_argument("session_id", nargs="?", default=None, help="the session to reopen (default: pick one from a list)")
     sp.add_argument("--last", action="store_true", help="the latest session of this workspace")
-    sp.add_argument("--workspace", default=None)
+    sp.add_argument("--workspace", default=None,
+                    help="pick among this workspace's sessions only (default: every workspace's; with --last: "
+                         "the current directory)")
 
 
 def _session_id_json(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("session_id")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("session_id", help=_SESSION_ID)
+    sp.add_argument("--json", action="store_true", help=_JSON)
 
 
 def _gc(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
-    sp.add_argument("--dry-run", action="store_true")
+    sp.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
 
 
 def _cost(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("session_id", nargs="?", default="", help="default: the latest session of this workspace")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("session_id", nargs="?", default="", help="the session (default: the latest of this workspace)")
+    sp.add_argument("--json", action="store_true", help=_JSON)
 
 
 def _compact(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("session_id")
+    sp.add_argument("session_id", help=_SESSION_ID)
     sp.add_argument("focus", nargs="?", default="", help="what the summary should keep in mind")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help=_JSON)
 
 
 def _apply(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("session_id")
+    sp.add_argument("session_id", help=_SESSION_ID)
 
 
 def _json_only(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help=_JSON)
 
 
 def _demo(sp: argparse.ArgumentParser) -> None:
@@ -130,9 +152,11 @@ def _none(sp: argparse.ArgumentParser) -> None:
 
 
 def _mcp(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("action", choices=("list",))
-    sp.add_argument("--workspace", default=None)
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("action", choices=("list",), help="list: each server, its state and its tools")
+    sp.add_argument("--workspace", default=None,
+                    help="the workspace whose servers (.mcp.json, project config) are listed too "
+                         "(default: the current directory)")
+    sp.add_argument("--json", action="store_true", help=_JSON)
 
 
 def _eval(sp: argparse.ArgumentParser) -> None:
@@ -145,8 +169,8 @@ def _optimize(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("spec", help="a shipped spec (cpu-example, kda, mla-decode) or a path to a kernel-task.toml")
     sp.add_argument("task", nargs="?", default="", help="what to tell the agent (default: run the campaign)")
     session_opts(sp)
-    sp.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
-    sp.add_argument("--budget-usd", type=float, default=None)
+    sp.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text", help=_OUTPUT_FORMAT)
+    sp.add_argument("--budget-usd", type=float, default=None, metavar="X", help=_BUDGET)
     sp.add_argument("--max-wall", default=None, metavar="DURATION", help="wall-time budget such as 24h (default: the spec's)")
 
 

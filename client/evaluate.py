@@ -43,7 +43,7 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("-n", "--concurrent", type=int, default=2, help="trials run at once (default 2)")
     ev.add_argument("--env", default="bwrap", help="bwrap (default), docker, daytona, modal, e2b, ... or module:Class")
     ev.add_argument("--jobs-dir", default="jobs", help="where Harbor writes jobs (default ./jobs)")
-    ev.add_argument("--job-name", default=None)
+    ev.add_argument("--job-name", default=None, help="the job's folder name under --jobs-dir (default: musec-DATE-TIME)")
     ev.add_argument("--ak", action="append", default=[], metavar="KEY=VALUE", help="MusecAgent option (repeatable)")
     ev.add_argument("--ae", action="append", default=[], metavar="KEY=VALUE", help="agent environment variable")
     ev.add_argument("--base-url", default=None, help="the model's endpoint (Harbor's model connection)")
