@@ -235,7 +235,7 @@ def _reads_as(text: str) -> dict[str, Any] | None:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
     fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=path.parent)
     try:

@@ -148,7 +148,7 @@ class TrustStore:
         data["workspaces"][str(workspace)] = {
             "sha256": sha256, "trusted_at": time.time(), "files": [i.path for i in items],
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".trust.", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:

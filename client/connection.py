@@ -370,7 +370,7 @@ def spawn_daemon() -> subprocess.Popen[bytes]:
     """Start ``python -m musec.daemon`` detached (its own session, no terminal)."""
     logs = p.state_home() / "logs"
     try:
-        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        p.private_dir(logs)  # a fresh MUSEC_HOME is made 0700, as the daemon makes it
     except OSError as exc:
         where = os.environ.get("MUSEC_HOME") or str(p.state_home())
         raise DaemonStartFailed(f"cannot use {where} for musec's state ({exc.strerror}); set MUSEC_HOME to a writable directory") from None

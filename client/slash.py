@@ -173,7 +173,7 @@ def _model(ctx: Context, arg: str) -> None:
 def history_path() -> Path:
     """The prompt history file under the state directory (made 0600)."""
     path = p.state_home() / "prompt_history"
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    p.private_dir(path.parent)
     if not path.exists():
         fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)

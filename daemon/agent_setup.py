@@ -129,7 +129,7 @@ def _kernel_campaign(deps: AgentDeps, session: Session, req: p.StartSession) -> 
             past.append(ev)
     try:
         campaign, tools, prompt = start_campaign(
-            req.kernel_spec, Path(req.workspace).resolve(), deps.paths.state / "kernels" / session.id,
+            req.kernel_spec, Path(req.workspace).resolve(), deps.paths.kernels / session.id,
             record=session.record,
             tool_calls=lambda: session.tool_calls, past=past, started_at=started_at,
             max_wall_s=req.max_wall_s or None)

@@ -27,15 +27,16 @@ class Paths:
         self.sessions = self.state / "sessions"
         self.blobs = self.state / "blobs"
         self.logs = self.state / "logs"
+        self.kernels = self.state / "kernels"  # a kernel campaign's CSV and plot, per session
         self.lock = self.state / "musecd.lock"
 
     def ensure(self) -> None:
-        """Make the state directories 0700. The process umask is left alone: files the
-        agents create in a workspace get the person's usual modes; musec's own files are
-        created 0600 explicitly."""
-        for d in (self.state, self.sessions, self.blobs, self.logs, self.socket.parent):
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.chmod(d, 0o700)
+        """Make the state and config directories 0700 (``protocol.private_dir``: a fresh
+        ``MUSEC_HOME`` is made 0700 too; a looser existing one of these is tightened). The
+        process umask is left alone: files the agents create in a workspace get the
+        person's usual modes; musec's own files are created 0600 explicitly."""
+        for d in (self.state, self.config, self.sessions, self.blobs, self.logs, self.kernels, self.socket.parent):
+            p.private_dir(d)
 
 
 def acquire_lock(paths: Paths) -> int:

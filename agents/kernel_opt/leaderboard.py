@@ -10,7 +10,9 @@ marked at the bottom with no speedup.
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
+from typing import IO, Any
 
 import msgspec
 
@@ -93,9 +95,9 @@ class Leaderboard:
         return "\n".join(lines)
 
     def write_csv(self, path: Path) -> Path:
-        """Write ``rows()`` as CSV (header ``CSV_FIELDS``); return the path."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="") as fh:
+        """Write ``rows()`` as CSV (header ``CSV_FIELDS``), 0600 in a new folder made 0700
+        (session data); return the path."""
+        with _private_file(path, "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
             writer.writeheader()
             writer.writerows(self.rows())
@@ -123,10 +125,25 @@ class Leaderboard:
         ax.set_ylabel("speedup over baseline (x)")
         ax.set_title(title or "kernel campaign")
         ax.legend(loc="best", fontsize=8)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, format="png")
-        plt.close(fig)
+        try:
+            with _private_file(path, "wb") as fh:
+                fig.savefig(fh, format="png")
+        finally:
+            plt.close(fig)
         return path
+
+
+def _private_file(path: Path, mode: str, **kw: Any) -> IO[Any]:
+    """``path`` opened for writing (truncated), 0600 whether new or not; its folder made
+    0700 when missing (an existing one is left as it is)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        return open(fd, mode, **kw)  # noqa: SIM115 - the caller's with closes it
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _num(x: float | None) -> object:

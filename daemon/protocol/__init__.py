@@ -45,6 +45,7 @@ from .base import (
     frame,
     is_secret_name,
     named_secrets,
+    private_dir,
     secret_names,
     secret_values,
     socket_file,
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CREDENTIAL_VARS", "EVENT_PIECE_BYTES", "MAX_EVENT_BYTES", "MAX_FRAME_BYTES", "MAX_SOCKET_PATH_BYTES",
     "MIN_SECRET_CHARS", "PROTOCOL_VERSION", "FrameBuffer", "FrameError", "InvalidMessage", "config_home", "frame",
-    "is_secret_name", "named_secrets", "secret_names", "secret_values", "socket_file", "socket_path",
+    "is_secret_name", "named_secrets", "private_dir", "secret_names", "secret_values", "socket_file", "socket_path",
     "socket_path_problem", "state_home",
 ]
 

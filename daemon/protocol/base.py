@@ -122,6 +122,32 @@ def socket_file(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(_state_base(env), "musec", "run", "musecd.sock")
 
 
+def private_dir(path: Path) -> Path:
+    """Make ``path`` a directory only its owner can use (0700) and return it.
+
+    Every missing ancestor is made 0700 too (the XDG base directory rule: a fresh
+    ``MUSEC_HOME`` is as private as what it holds); ``path`` itself, when it exists looser,
+    is tightened (it is musec's own). Existing ancestors are left as they are.
+
+    Raises:
+        OSError: a directory cannot be made or changed (the caller says what to do).
+    """
+    missing = []
+    for d in (path, *path.parents):
+        if d.exists():
+            break
+        missing.append(d)
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by another process: only tightened if it is ``path``
+            continue
+        os.chmod(d, 0o700)  # the umask may have taken bits away mkdir's mode asked for
+    if path.stat().st_mode & 0o777 != 0o700:
+        os.chmod(path, 0o700)
+    return path
+
+
 def _fits(path: str | Path) -> bool:
     return len(os.fsencode(path)) <= MAX_SOCKET_PATH_BYTES
 
