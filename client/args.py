@@ -49,6 +49,9 @@ def session_opts(sp: argparse.ArgumentParser) -> None:
                     help="the background agents' own budget (0: none)")
     sp.add_argument("--agents", default=None, metavar="ROLES",
                     help=f"background agents, comma-separated, or none (default: $MUSEC_AGENTS or {DEFAULT_AGENTS})")
+    sp.add_argument("--allow-home-workspace", action="store_true",
+                    help="work in / or your home directory: without it a session there is refused headless "
+                         "and asked about in a terminal")
     sp.add_argument("--trust", action="store_true",
                     help="trust this workspace's .musec/ files (project config, hooks, skills) as they are now")
 

@@ -7,6 +7,7 @@ import argparse
 import math
 import os
 import re
+import sys
 from pathlib import Path
 
 from musec.daemon import protocol as p
@@ -14,6 +15,7 @@ from musec.daemon import protocol as p
 from .args import DEFAULT_AGENTS, DEFAULT_MODEL
 from .connection import Connection
 from .errors import UsageError
+from .output import out
 
 DEFAULT_MAX_TURNS = 50
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
@@ -94,11 +96,51 @@ def resolve_workspace(workspace: str | None) -> str:
     return str(path.resolve())
 
 
+ALLOW_BROAD = "--allow-home-workspace"
+
+
+def broad_workspace(workspace: str) -> str:
+    """What ``workspace`` (absolute, resolved) is when it is too broad to work in without
+    asking: ``"the root directory"``, ``"your home directory"``; ``""`` otherwise."""
+    if workspace == os.path.abspath(os.sep):
+        return "the root directory"
+    try:
+        home = str(Path.home().resolve())
+    except (KeyError, RuntimeError):  # no home to compare with
+        return ""
+    return "your home directory" if workspace == home else ""
+
+
+def check_workspace_scope(args: argparse.Namespace, workspace: str, *, interactive: bool) -> None:
+    """A session in ``/`` or ``$HOME`` puts every file of the person's in the agent's reach:
+    in a terminal the person is asked first; headless it is refused unless
+    ``--allow-home-workspace`` is given. A yes is kept in ``args`` (``/clear`` asks no more).
+
+    Raises:
+        UsageError: refused headless, or the person said no.
+    """
+    what = broad_workspace(workspace)
+    if not what or getattr(args, "allow_home_workspace", False):
+        return
+    if not (interactive and sys.stdin.isatty()):
+        raise UsageError(f"{workspace} is {what}: the agent could read and change every file under it; "
+                         f"cd to a project folder (or pass {ALLOW_BROAD} to work there anyway)")
+    out(f"{workspace} is {what}: the agent could read and change every file under it.")
+    try:
+        answer = input("Work here anyway? [y]es / [n]o (then Enter): ").strip().lower()
+    except (EOFError, KeyboardInterrupt):
+        answer = ""
+    if answer not in ("y", "yes"):
+        raise UsageError(f"not started; cd to a project folder (or pass {ALLOW_BROAD} to skip this question)")
+    args.allow_home_workspace = True
+
+
 def start_request(conn: Connection, args: argparse.Namespace, task: str, *, interactive: bool) -> p.StartSession:
     """The ``StartSession`` for ``args`` (the session options of ``args.session_opts``).
 
     Raises:
-        UsageError: a limit, model or workspace that cannot be used.
+        UsageError: a limit, model or workspace that cannot be used (``/`` or ``$HOME``:
+            ``check_workspace_scope``).
     """
     max_turns = DEFAULT_MAX_TURNS if args.max_turns is None else args.max_turns
     if max_turns < 1:
@@ -114,8 +156,11 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         approval, plan_mode = "ask", True
     else:
         plan_mode = plan
+    workspace = resolve_workspace(args.workspace)
+    model = resolve_model(args.model)
+    check_workspace_scope(args, workspace, interactive=interactive)
     return p.StartSession(
-        id=conn.next_id(), workspace=resolve_workspace(args.workspace), model=resolve_model(args.model),
+        id=conn.next_id(), workspace=workspace, model=model,
         plan=plan_mode or bool(getattr(args, "grill", False)), plan_only=plan and not approve_plan,
         approve_plan=approve_plan, grill=bool(getattr(args, "grill", False)),
         task=task, approval=approval, max_turns=max_turns, credentials=credentials(),

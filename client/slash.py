@@ -98,7 +98,10 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
     elif name == "/compact":
         from .views import compact_text
 
-        out(compact_text(conn.request(p.Compact(id=conn.next_id(), session_id=sid, focus=arg), timeout_s=900)))
+        reply = conn.request(p.Compact(id=conn.next_id(), session_id=sid, focus=arg), timeout_s=900)
+        out(compact_text(reply))
+        if reply.done:  # the status line shows the compacted context at once, not after the next call
+            ctx.status.context_tokens = reply.tokens_after
     elif name == "/clear":
         return Outcome("clear")
     elif name == "/optimize":

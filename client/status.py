@@ -66,6 +66,10 @@ class SessionStatus:
             self.workers.add(str(ev.get("worker", "")))
         elif kind == "worker_finished":
             self.workers.discard(str(ev.get("worker", "")))
+        elif kind == "compaction_finished" and agent == "main":  # `musec compact` from elsewhere, too
+            tokens = ev.get("tokens_after")
+            if isinstance(tokens, int) and not isinstance(tokens, bool):
+                self.context_tokens = tokens
         elif kind == "model_switched" and agent == "main":
             self.model = str(ev.get("model") or self.model)
             self._context(ev)

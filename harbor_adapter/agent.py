@@ -200,7 +200,8 @@ class MusecAgent(BaseInstalledAgent):
         if opts.agents is not None:
             env["MUSEC_AGENTS"] = opts.agents
         flags = [f"--model {shlex.quote(model)}", "--approval auto", "--output-format stream-json",
-                 f"--sandbox {shlex.quote(opts.sandbox)}", f"--max-turns {int(opts.max_turns)}"]
+                 f"--sandbox {shlex.quote(opts.sandbox)}", f"--max-turns {int(opts.max_turns)}",
+                 "--allow-home-workspace"]  # a throwaway task container: its working directory may be / or /root
         if opts.budget_usd:
             flags.append(f"--budget-usd {float(opts.budget_usd)}")
         result = await environment.exec(_run_script(" ".join(flags), snapshot=opts.snapshot, apply=opts.apply), env=env)
