@@ -70,6 +70,7 @@ async def compact(agent: Agent, *, reason: str, focus: str = "", overflow: Conte
     instructions = await _pre_compact(agent, reason, focus)
     agent.record(ev.CompactionStarted(reason=reason, focus=focus, keep_from=keep_from, tokens_before=tokens_before,
                                       window_tokens=window, model=summarizer.model))
+    await agent.durable()  # write-ahead: on disk before the summarising call
     agent.faults.crash_at("mid_compaction")
     from_seq = agent.history.message_seqs[0] if agent.history.message_seqs else 0
     to_seq = agent.history.message_seqs[keep_from - 1] if keep_from else from_seq

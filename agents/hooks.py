@@ -40,7 +40,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,14 +210,17 @@ class Hooks:
             content; a project hook does not run when it says no.
         on_ran: called with each result (the session logs ``hook_ran``).
         bwrap: the bubblewrap executable (``None``: not available; sandboxed hooks then fail).
+        durable: awaited before a hook starts (the session's ``durable``: the write-ahead
+            events recorded so far are on disk before any command runs).
     """
 
     def __init__(self, specs: Sequence[HookSpec], *, workspace: Path, env: Mapping[str, str],
                  sandbox: SandboxPolicy = _DEFAULT_SANDBOX, session_id: str = "",
                  verify_project: Callable[[], bool] = lambda: False,
                  on_ran: Callable[[HookResult, str], None] = lambda result, agent: None,
-                 bwrap: str | None = None) -> None:
+                 bwrap: str | None = None, durable: Callable[[], Awaitable[None]] | None = None) -> None:
         self.specs = list(specs)
+        self.durable = durable
         self.workspace = workspace
         self.env = dict(env)
         self.sandbox = sandbox
@@ -241,6 +244,8 @@ class Hooks:
         for hook in self.matching(event, tool):
             if outcome.updated_input is not None:
                 data["tool_input"] = outcome.updated_input
+            if self.durable is not None:
+                await self.durable()
             result = await self._run_one(hook, data)
             self.on_ran(result, agent)
             outcome.results.append(result)

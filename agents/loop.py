@@ -46,9 +46,9 @@ from .tools.base import Tool, ToolContext, ToolOutput, printable
 
 
 class Recorder(Protocol):
-    """Appends one event to the session log (durable first when ``persistence`` says it
-    is write-ahead), folds it into the agents' histories (``History.apply``) and returns
-    it with its ``seq`` and ``ts`` set."""
+    """Appends one event to the session log, folds it into the agents' histories
+    (``History.apply``) and returns it with its ``seq`` and ``ts`` set; a write-ahead
+    event (``persistence``) is on disk once ``Agent.durable`` returns."""
 
     def __call__(self, event: ev.AnyEvent) -> ev.AnyEvent: ...
 
@@ -171,9 +171,10 @@ class Agent:
         self.budget_usd = budget_usd
         self.faults = faults
         self.durable: Callable[[], Awaitable[None]] = _already_durable
-        """Awaited after ``tool_started`` is recorded, before the tool runs: returns once
-        the log holds it on disk (the daemon's group commit, off the event loop; a
-        recorder that makes write-ahead events durable itself needs nothing here)."""
+        """Awaited before an effect starts (a tool runs, a file is written, the model is
+        asked): returns once every write-ahead event recorded so far is on disk (the
+        daemon's group commit, off the event loop; a recorder that makes write-ahead
+        events durable itself needs nothing here)."""
         self.max_wall_s = max_wall_s
         # Another limit asked before each model call (a goal's budget, agents.goal): an
         # ``Outcome`` to stop with, or None to go on.
@@ -286,6 +287,7 @@ class Agent:
             except (ProviderError, AgentError) as exc:
                 return Outcome("error", message=f"compacting the history failed: {exc}")
             use, chars = self._measure()
+            await self.durable()  # what the model is asked to act on (a message, an approval) is on disk
             self.record(ev.ModelRequest(
                 provider=self.provider.name, model=self.provider.model,
                 digest=request_digest(self.stored_request(request) if self.stored_request else request),
@@ -496,9 +498,13 @@ class Agent:
                 call_id=call.id, path=edit.path, before_sha256=edit.before_sha256, after_sha256=edit.after_sha256,
                 diff=edit.diff, abs_path=abs_path if printable(abs_path) == abs_path else "",
                 tmp_path=tmp_path if printable(tmp_path) == tmp_path else "")
-            anyio.from_thread.run_sync(self.record, event)
+            anyio.from_thread.run(self._record_durably, event)  # write-ahead: on disk before the file is written
 
         return msgspec.structs.replace(self.ctx, announce_edit=announce)
+
+    async def _record_durably(self, event: ev.AnyEvent) -> None:
+        self.record(event)
+        await self.durable()
 
     def _finish(self, call: ToolCallBlock, output: ToolOutput, duration_s: float) -> None:
         for edit in output.edits:

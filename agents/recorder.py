@@ -21,9 +21,10 @@ class Recorder(Protocol):
     id: str
 
     def record(self, event: AnyEvent) -> AnyEvent:
-        """Append one event (on disk before returning when ``persistence`` says it is
-        write-ahead), fold it into the session's live views, and return it with its
-        ``seq`` and ``ts`` set.
+        """Append one event, fold it into the session's live views, and return it with its
+        ``seq`` and ``ts`` set. A write-ahead event (``persistence``) is on disk before
+        the effect it announces: the daemon's session makes it durable off the event loop
+        and its agents await that before a tool, an edit or a model call starts.
 
         Raises:
             OSError: the log could not be written.

@@ -287,7 +287,7 @@ def build_agent(
     )
     agent.policy = policy
     agent.model_id = req.model
-    agent.durable = session.durable  # tool starts are fsynced off the loop, in group commits
+    agent.durable = session.durable  # write-ahead events are fsynced off the loop, in group commits
     agent.stored_request = session.log.redact.struct  # digests and tags of what the log keeps (issue 13 case 1)
     agent.history.stored = session.log.redact.text
     _set_compaction(agent, entry, deps, session, credentials, agent_id, workspace)
@@ -380,7 +380,7 @@ def net_proxy_socket(session: Any, policy: Any) -> str:
         from .netproxy import NetProxy
 
         session.net_proxy = NetProxy(lambda host, port: decide_host(host, port, policy.rules), session.record,
-                                     ask=_net_asker(session, policy))
+                                     ask=_net_asker(session, policy), durable=session.durable)
     return str(session.net_proxy.socket_path)
 
 

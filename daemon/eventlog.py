@@ -17,8 +17,10 @@ those bytes, and keep the first 32 hex digits.
 
 Writes: the log is held by an exclusive ``flock`` so two daemons never write one file.
 ``append`` fsyncs a write-ahead event (``persistence``) before returning, so a side
-effect starts only after its announcement is durable; other appends are written at once
-and fsynced at the next sync (group commit). A torn last line found on open is cut off,
+effect starts only after its announcement is durable, unless the caller defers that fsync
+(the live session does: ``daemon.commit`` fsyncs in a worker thread and the session holds
+the effect until then); other appends are written at once and fsynced at the next sync
+(group commit). A torn last line found on open is cut off,
 kept in ``<log>.torn``, and reported. Secrets are replaced before anything is written;
 only the line is redacted, never the event the caller keeps.
 """
@@ -89,6 +91,8 @@ class CrashPoints(Protocol):
 
     def crash_at(self, point: str) -> None: ...
 
+    def before_fsync(self) -> None: ...
+
 
 class EventLog:
     """The single writer of one session's log file.
@@ -107,6 +111,7 @@ class EventLog:
         self.faults = faults
         self._unsynced = False
         self.durable_through = next_seq - 1  # the last seq known to be on disk (fsynced)
+        self.ahead_through = next_seq - 1  # the last write-ahead seq appended (all before it are on disk once it is)
 
     # -- opening ------------------------------------------------------------------
 
@@ -197,8 +202,9 @@ class EventLog:
             written = os.write(self._fd, data)
             if written != len(data):
                 raise OSError(28, "short write to the event log")
-            if persistence(event).durability is Durability.WRITE_AHEAD and not defer_sync:
-                os.fsync(self._fd)
+            ahead = persistence(event).durability is Durability.WRITE_AHEAD
+            if ahead and not defer_sync:
+                self.fsync(self._fd)
                 self._unsynced = False
                 self.durable_through = self.next_seq
             else:
@@ -209,6 +215,8 @@ class EventLog:
             except OSError:
                 pass
             raise
+        if ahead:
+            self.ahead_through = self.next_seq
         self.next_seq += 1
         self.last_h = h
         return event, line
@@ -216,9 +224,21 @@ class EventLog:
     def sync(self) -> None:
         """Make every appended line durable (the group commit), here and now."""
         if self._unsynced:
-            os.fsync(self._fd)
+            self.fsync(self._fd)
             self._unsynced = False
             self.durable_through = self.next_seq - 1
+
+    def fsync(self, fd: int) -> None:
+        """fsync ``fd`` (this log's file), after the test's slow disk when one is injected
+        (``CrashPoints.before_fsync``): every fsync of the log goes through here, so a test
+        that holds it sees any fsync still made on the event loop.
+
+        Raises:
+            OSError: the fsync failed.
+        """
+        if self.faults is not None:
+            self.faults.before_fsync()
+        os.fsync(fd)
 
     def dup_fd(self) -> int:
         """A new descriptor of the log file (for an fsync in another thread: closing the

@@ -68,7 +68,8 @@ def _hooks(session: Session, specs: list[Any], agent: Agent, trust: Any) -> Any:
 
     verify = trust.still_holds if trust is not None else (lambda: False)
     return Hooks(specs, workspace=agent.ctx.workspace, env=agent.ctx.env, sandbox=agent.ctx.sandbox,
-                 session_id=session.id, verify_project=verify, on_ran=on_ran, bwrap=find_bwrap())
+                 session_id=session.id, verify_project=verify, on_ran=on_ran, bwrap=find_bwrap(),
+                 durable=session.durable)
 
 
 def extension_fields(session: Session) -> dict[str, Any]:

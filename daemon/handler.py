@@ -172,6 +172,7 @@ class Connection:
                 session = self.host.sessions.get(reply.session_id)
                 if reply.how != "up-to-date" and session is not None:  # recorded on the loop: one writer task
                     session.record(applied)
+                    await session.durable()
                 elif reply.how != "up-to-date":  # the person's branch changed: an ended session's log says so too
                     await off_loop(append_to_ended, self.index.log_path(reply.session_id), applied)
                     await off_loop(remove_applied_worktrees, workspace, self.paths.state, reply.session_id)
@@ -213,13 +214,16 @@ class Connection:
             case p.StartSession():
                 session = host.start_session(msg)
                 self._subscribe(session, msg.id, -1, drives=True)
-                # The client learns the session id before anything runs (a crash may follow).
+                # The client learns the session id before anything runs (a crash may follow),
+                # once its log is on disk (written here, fsynced off the loop).
+                await session.durable()
                 await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path)))
                 host.launch(session, msg.task)
             case p.ResumeSession():
                 live = host.live_to_take_over(msg)
                 if live is not None:
                     sub = self._subscribe(live, msg.id, -1 if msg.backlog else live.log.next_seq - 1, drives=True)
+                    await live.durable()  # its session_resumed
                     await self.send(p.SessionStarted(id=msg.id, session_id=live.id, log_path=str(live.log_path),
                                                      resumed=True))
                     if host.go_on(live, msg.task):  # after the backlog, this client is told it is idle
@@ -228,6 +232,7 @@ class Connection:
                 session, mid_turn, interrupted = await host.resume_session(msg)
                 since = -1 if msg.backlog else session.resumed_at_seq - 1
                 self._subscribe(session, msg.id, since, drives=True)
+                await session.durable()  # what resuming wrote (session_resumed, the calls it answered)
                 await self.send(p.SessionStarted(id=msg.id, session_id=session.id, log_path=str(session.log_path),
                                                  resumed=True, interrupted_calls=interrupted))
                 host.launch(session, msg.task, mid_turn)
@@ -264,6 +269,7 @@ class Connection:
                 session.end()
             case p.SetApproval():
                 session.set_approval(msg.approval, self.name)
+                await session.durable()  # its approval_mode_changed, before the client is told
         await self.send(p.Ok(id=msg.id))
 
     async def _goal(self, msg: p.GoalCommand) -> p.GoalReply:

@@ -41,16 +41,20 @@ class NetProxy:
         record: where the ``NetConnection`` events go (the session's ``record``).
         ask: ``(host, port, verdict) -> allowed`` for an ``ask`` rule (the session's
             approval, like a tool call's); None denies.
+        durable: awaited before a connection is made: returns once its ``NetConnection``
+            is on disk (the session's ``durable``); None: ``record`` made it durable.
 
     Attributes:
         socket_path: the Unix socket (in a private folder); set by ``serve``.
     """
 
     def __init__(self, decide: Callable[[str, int], Any], record: Callable[[NetConnection], object],
-                 ask: Callable[[str, int, Any], Awaitable[bool]] | None = None) -> None:
+                 ask: Callable[[str, int, Any], Awaitable[bool]] | None = None,
+                 durable: Callable[[], Awaitable[None]] | None = None) -> None:
         self.decide = decide
         self.record = record
         self.ask = ask
+        self.durable = durable
         self.folder = Path(tempfile.mkdtemp(prefix="musec-net-"))
         self.socket_path = self.folder / "proxy.sock"
 
@@ -100,6 +104,8 @@ class NetProxy:
         if decision != "allow":
             why = f"denied by the rule {verdict.rule}" if verdict.rule else "no net(...) rule allows it"
             return await _reply(client, 403, f"musec: the sandbox may not reach {host}:{port}: {why}")
+        if self.durable is not None:
+            await self.durable()
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_S):
                 upstream = await anyio.connect_tcp(host, port)

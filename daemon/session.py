@@ -16,6 +16,7 @@ its hooks: ``driven``, ``unattended``, ``end_idle``). Plan mode's gate is in
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +29,11 @@ from musec.agents.core.events import (
     AgentMessage,
     AnyEvent,
     ApprovalModeChanged,
+    Durability,
     HookContext,
     PromptBlocked,
     SessionEnded,
     SkillLoaded,
-    ToolStarted,
     TurnEnded,
     UserMessage,
     persistence,
@@ -91,7 +92,12 @@ class Session:
     def __init__(self, session_id: str, log_: EventLog, *, interactive: bool, end_when_idle: bool) -> None:
         self.id = session_id
         self.log = log_
-        self.commit = GroupCommit(log_)  # fsyncs off the event loop, shared (issue 19)
+        # Write-ahead fsyncs off the event loop, shared (issue 19); what clients are sent
+        # waits behind the first write-ahead event not yet durable (``_held``).
+        self.commit = GroupCommit(log_, on_durable=self._release)
+        self._held: deque[tuple[int | None, Callable[[Subscriber], Any] | None, bool]] = deque()
+        self.released_seq = log_.next_seq - 1  # the last event the clients have been sent (or would be)
+        self._want_commit = anyio.Event()  # set by a write-ahead event: the committer fsyncs
         self.interactive = interactive
         self.end_when_idle = end_when_idle
         self.subscribers: list[Subscriber] = []
@@ -139,15 +145,19 @@ class Session:
         histories, the background agents, the counters), then send its line to the
         attached clients; return it with its ``seq`` and ``ts``.
 
+        A write-ahead event is written at once and made durable off the event loop (the
+        group commit, ``daemon.commit``): whoever starts the effect it announces awaits
+        ``durable`` first (the agent before a model call, a tool or a file edit; the
+        request handler before its reply; the net proxy before connecting), and the
+        clients are sent it, and everything after it, only once it is durable.
+
         The views get ``event`` itself, never the redacted line read back: redaction is
         for what is stored and shown.
 
         Raises:
             OSError: the log could not be written (nothing was folded or sent).
         """
-        # A tool's start is made durable by the agent before the tool runs (``durable``),
-        # in a group commit off the loop; other write-ahead events are fsynced here.
-        event, line = self.log.append(event, defer_sync=isinstance(event, ToolStarted))
+        event, line = self.log.append(event, defer_sync=True)
         if self.agent is not None:
             self.agent.history.apply(event)
         self.goal.apply(event)
@@ -157,19 +167,51 @@ class Session:
             agent.notify(event)
         self.counters.apply(event)
         self.plan.apply(event)
-        if persistence(event).to_clients:
-            seq = event.seq
-            self._broadcast(lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line), seq)
+        how, seq = persistence(event), event.seq
+        make = (lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line)) if how.to_clients else None
+        ahead = how.durability is Durability.WRITE_AHEAD
+        if ahead:
+            self._want_commit.set()
+        if self._held or (ahead and self.log.durable_through < seq):
+            self._held.append((seq, make, ahead))
+        else:
+            self._deliver(seq, make)
         return event
 
     async def durable(self) -> None:
-        """Return once every event recorded so far is on disk (the agents' ``durable``:
-        awaited between a tool's ``tool_started`` and the tool's start).
+        """Return once every write-ahead event recorded so far, and every event before
+        it, is on disk (the agents' ``durable``: awaited before a tool, a file edit or a
+        model call starts; the handler's before it replies).
 
         Raises:
             OSError: the fsync failed.
         """
         await self.commit.durable()
+
+    async def _committer(self) -> None:
+        """Fsync soon after each write-ahead event, awaited or not (so the clients are sent
+        it without waiting for the next effect); runs beside the session."""
+        while True:
+            await self._want_commit.wait()
+            self._want_commit = anyio.Event()
+            try:
+                await self.commit.durable()
+            except OSError as exc:  # the effects' own ``durable`` raise it and pause the session
+                log.error("log_fsync_failed", session_id=self.id, error=str(exc))
+                return
+
+    def _release(self, durable_seq: int) -> None:
+        """Send the clients what waited for the log to be durable through ``durable_seq``."""
+        held = self._held
+        while held and not (held[0][2] and held[0][0] > durable_seq):  # type: ignore[operator]
+            seq, make, _ = held.popleft()
+            self._deliver(seq, make)
+
+    def _deliver(self, seq: int | None, make: Callable[[Subscriber], Any] | None) -> None:
+        if seq is not None:
+            self.released_seq = seq
+        if make is not None:
+            self._send_now(make, seq)
 
     @property
     def turns(self) -> int:
@@ -191,7 +233,14 @@ class Session:
         """Dollars spent so far."""
         return self.counters.cost_usd
 
-    def _broadcast(self, make: Callable[[Subscriber], Any], seq: int | None = None) -> None:
+    def _broadcast(self, make: Callable[[Subscriber], Any]) -> None:
+        """Send every attached client a message (not an event), after what is held back."""
+        if self._held:
+            self._held.append((None, make, False))
+        else:
+            self._send_now(make, None)
+
+    def _send_now(self, make: Callable[[Subscriber], Any], seq: int | None) -> None:
         for sub in list(self.subscribers):
             if sub.cut_off or (seq is not None and seq <= sub.since_seq):
                 continue  # a client attached with since_seq ahead of the log skips what it has
@@ -219,13 +268,13 @@ class Session:
         """Subscribe; return the subscriber and the last seq of its backlog.
 
         The backlog is the log's lines after ``since_seq`` up to that seq: every one is in
-        the file already (``record`` writes before it returns), and every later event
-        goes to the subscriber's stream, so a caller that sends the backlog from the file
+        the file already and durable, and every later event goes to the subscriber's
+        stream (once durable: ``record``), so a caller that sends the backlog from the file
         and then the stream misses and repeats nothing. Nothing is read here: a log of
         any size is attached to in constant time and memory (issue 12 part 8). ``drives``:
         the client started or resumed the session.
         """
-        upto_seq = self.log.next_seq - 1
+        upto_seq = self.released_seq
         sub = Subscriber(request_id)
         sub.since_seq = since_seq
         sub.last_seq, sub.drives = max(upto_seq, since_seq), drives
@@ -441,7 +490,7 @@ class Session:
         self.status = "idle"
         self.stir.set()
         self.record(TurnEnded(exit_reason=reason, result=result, message=message))
-        await self.commit.durable()
+        await self.commit.durable(self.log.next_seq - 1)
         self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, result=result))
         return reason, result, message
 
@@ -451,6 +500,7 @@ class Session:
         try:
             async with anyio.create_task_group() as tg:
                 self._background_scope = tg.cancel_scope
+                tg.start_soon(self._committer)
                 await self._start_mcp(tg)
                 if self.net_proxy is not None:
                     await tg.start(self.net_proxy.serve)  # bound before any command can run
@@ -468,7 +518,8 @@ class Session:
             # stopped (the task group has exited): nothing of theirs is written after
             # ``session_ended``, and nothing reaches a closed log.
             reason, result, message, paused = self._ending
-            self._finish(reason, result, message, write=not paused)
+            with anyio.CancelScope(shield=True):
+                await self._finish(reason, result, message, write=not paused)
 
     async def _start_mcp(self, tg: anyio.abc.TaskGroup) -> None:
         """Start the MCP servers (they stop with the session's task group) and offer the
@@ -630,15 +681,17 @@ class Session:
                     self._background_scope.cancel()  # nothing of theirs is written after the end
                 self._ending = (reason, result, message, paused)  # written by ``run`` once they have stopped
 
-    def _finish(self, exit_reason: str, result: str, message: str, *, write: bool = True) -> None:
+    async def _finish(self, exit_reason: str, result: str, message: str, *, write: bool = True) -> None:
         self.status = exit_reason
         if write:
             try:
                 board = self.blackboard.stats() if self.blackboard is not None else msgspec.UNSET
                 self.record(SessionEnded(exit_reason=exit_reason, result=result, message=message, turns=self.turns,
                                          usage=dict(self.usage), cost_usd=round(self.cost_usd, 8), blackboard=board))
+                await self.commit.durable(self.log.next_seq - 1)  # the clients are told the end once it is on disk
             except OSError as exc:
                 log.error("session_end_not_logged", session_id=self.id, error=str(exc))
+        self._held.clear()  # not durable (a failed fsync): never sent
         cost = round(self.cost_usd, 8) if math.isfinite(self.cost_usd) else 0.0
         self._broadcast(lambda sub: p.SessionEnded(
             id=sub.request_id, session_id=self.id, exit_reason=exit_reason, result=result,

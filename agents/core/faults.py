@@ -25,6 +25,11 @@ Compaction's points (``COMPACTION_POINTS``, reached only by a session that compa
 - ``mid_compaction_append``: half of a ``compaction_finished`` line is written to the log.
 
 Disarmed (``NO_FAULTS``, the default everywhere), each check is one comparison.
+
+A slow disk (``MUSEC_FSYNC_GATE=<folder>``, issue 19): every fsync of a session's log first
+writes one byte to the FIFO ``<folder>/waiting`` and then waits for one byte from the FIFO
+``<folder>/go``, so a test holds each fsync as long as it likes and sees what the daemon
+does meanwhile (serves other clients; starts no side effect the held event announces).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ GOAL_POINTS = ("goal_check", "goal_verdict")
 COMPACTION_POINTS = ("mid_compaction", "mid_compaction_append")
 CRASH_EXIT_STATUS = 137
 ENV_VAR = "MUSEC_CRASH_AT"
+FSYNC_GATE_VAR = "MUSEC_FSYNC_GATE"
 
 
 class Faults:
@@ -45,16 +51,26 @@ class Faults:
     Args:
         point: the armed point (one of ``POINTS``), or ``None`` for none.
         exit: how to die; ``os._exit`` (tests may pass a function that raises instead).
+        fsync_gate: called (in the fsync's thread) before each fsync of a session's log;
+            a test's slow disk. ``None``: no wait.
     """
 
-    def __init__(self, point: str | None = None, exit: Callable[[int], object] = os._exit) -> None:
+    def __init__(self, point: str | None = None, exit: Callable[[int], object] = os._exit,
+                 fsync_gate: Callable[[], object] | None = None) -> None:
         self.point = point or None
         self._exit = exit
+        self._fsync_gate = fsync_gate
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Faults:
-        """The faults ``env`` arms (``MUSEC_CRASH_AT``); none when it is unset."""
-        return cls(env.get(ENV_VAR) or None)
+        """The faults ``env`` arms (``MUSEC_CRASH_AT``, ``MUSEC_FSYNC_GATE``); none when unset."""
+        gate = env.get(FSYNC_GATE_VAR)
+        return cls(env.get(ENV_VAR) or None, fsync_gate=FifoGate(gate) if gate else None)
+
+    def before_fsync(self) -> None:
+        """Wait as a slow disk would, when a test asked for it (``fsync_gate``)."""
+        if self._fsync_gate is not None:
+            self._fsync_gate()
 
     def armed(self, point: str) -> bool:
         """Whether the process should crash at ``point``."""
@@ -64,6 +80,23 @@ class Faults:
         """Exit the process immediately if ``point`` is armed."""
         if self.point == point:
             self._exit(CRASH_EXIT_STATUS)
+
+
+class FifoGate:
+    """``MUSEC_FSYNC_GATE``'s wait: say ``waiting`` (one byte), then wait for one byte of ``go``.
+
+    Args:
+        folder: holds the FIFOs ``waiting`` and ``go`` (the test makes them).
+    """
+
+    def __init__(self, folder: str) -> None:
+        # Read-write opens of a FIFO never wait for the other end.
+        self._waiting = os.open(os.path.join(folder, "waiting"), os.O_RDWR | os.O_CLOEXEC)
+        self._go = os.open(os.path.join(folder, "go"), os.O_RDWR | os.O_CLOEXEC)
+
+    def __call__(self) -> None:
+        os.write(self._waiting, b".")
+        os.read(self._go, 1)
 
 
 #: No crash point armed: the default of everything that takes a ``Faults``.
