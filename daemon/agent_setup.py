@@ -109,8 +109,9 @@ def build_main_agent(deps: AgentDeps, session: Session, req: p.StartSession, cre
 def _kernel_campaign(deps: AgentDeps, session: Session, req: p.StartSession) -> tuple[list[Any], str]:
     """Set up the campaign of a ``musec optimize`` session: its tools and prompt text.
 
-    Its leaderboard is rebuilt from the session's own ``kernel_evaluated`` events (resume),
-    and each new evaluation is recorded as one.
+    Its leaderboard is rebuilt from the session's own ``kernel_evaluated`` events, which a
+    resume has read off the event loop (``campaign_past``, in ``session.kernel_past``);
+    a new session has none. Each new evaluation is recorded as one.
 
     Raises:
         BadRequest: the spec cannot be used (its one-line reason).
@@ -118,15 +119,7 @@ def _kernel_campaign(deps: AgentDeps, session: Session, req: p.StartSession) -> 
     from musec.agents.kernel_opt.errors import SpecError
     from musec.agents.kernel_opt.role import start_campaign
 
-    from .eventlog import iter_events
-
-    past: list[KernelEvaluated] = []
-    started_at = None
-    for ev in iter_events(session.log.path):
-        if isinstance(ev, SessionStarted):
-            started_at = ev.ts or None
-        elif isinstance(ev, KernelEvaluated):
-            past.append(ev)
+    past, started_at = session.kernel_past if session.kernel_past is not None else ([], None)
     try:
         campaign, tools, prompt = start_campaign(
             req.kernel_spec, Path(req.workspace).resolve(), deps.paths.kernels / session.id,
@@ -137,6 +130,25 @@ def _kernel_campaign(deps: AgentDeps, session: Session, req: p.StartSession) -> 
         raise BadRequest(str(exc)) from exc
     session.campaign = campaign
     return tools, prompt
+
+
+def campaign_past(path: Path) -> tuple[list[KernelEvaluated], float | None]:
+    """A kernel campaign's evaluations so far and the time its session started, from its log
+    (read a line at a time: run it in a worker thread, it reads the whole log).
+
+    Raises:
+        LogCorrupt: a line is not an event (``iter_events``).
+    """
+    from .eventlog import iter_events
+
+    past: list[KernelEvaluated] = []
+    started_at = None
+    for ev in iter_events(path):
+        if isinstance(ev, SessionStarted):
+            started_at = ev.ts or None
+        elif isinstance(ev, KernelEvaluated):
+            past.append(ev)
+    return past, started_at
 
 
 def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials: dict[str, str]) -> Any:

@@ -206,7 +206,8 @@ class SessionHost:
             await session.run(task, resume_turn=resume_turn)
         except Exception as exc:
             log.exception("session_failed", session_id=session.id, error=str(exc))
-        del session  # its history (as large as its log) goes now; the allocator gives the pages back
+        session.let_go()  # its histories (as large as its log) go now, not at the next full gc
+        del session  # the allocator gives the pages back
         await anyio.to_thread.run_sync(release_memory)
 
     def end_all(self) -> None:

@@ -198,15 +198,15 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
             lambda: EventLog.open(path, secrets=req.redact, named=named, faults=deps.faults))
     refill = Refill(elog.redact, named)  # the history is what it was (issue 13 case 1)
     try:
-        started = first_event(path, refill.line)
+        started, current, kernel_past = await anyio.to_thread.run_sync(_setup_facts, path, refill.line)
         if not Path(started.workspace).is_dir():
             raise BadRequest(f"the workspace {started.workspace} of session {sid} no longer exists; restore it "
                              f"to go on (`musec log {sid}` shows what the session did)")
         session = Session(sid, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
         session.resumed_at_seq = report.events
+        session.kernel_past = kernel_past
         from musec.agents.blackboard import Blackboard
         session.blackboard = Blackboard() if started.blackboard else None
-        current = current_model(path, started.model)
         start = p.StartSession(
             id=req.id, workspace=started.workspace, model=req.model or current,
             approval=req.approval or started.approval,
@@ -244,6 +244,17 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
         _note_switch(deps, agent, current)
     # An active goal goes on: its unjudged stop is judged, or the agent is sent back to it.
     return session, state.in_turn or session.goal.active or bool(agent.history.unanswered_calls()), interrupted
+
+
+def _setup_facts(path: Path, refill: Callable[[bytes], bytes]) -> tuple[SessionStarted, str, Any]:
+    """What building a resumed session's agents reads of its log (each a pass over the
+    whole log: run in a worker thread): its ``session_started``, its main agent's model
+    now, and a kernel campaign's evaluations (``agent_setup.campaign_past``; ``None``
+    for a session that is not one)."""
+    from .agent_setup import campaign_past
+
+    started = first_event(path, refill)
+    return started, current_model(path, started.model), campaign_past(path) if started.kernel_spec else None
 
 
 def _answer_cut_calls(session: Session, state: ResumeState, cut: list[ToolStarted], workspace: Path) -> list[str]:

@@ -125,6 +125,7 @@ class Session:
         self.on_end: Callable[[Session], None] | None = None
         self.resumed_at_seq = 0
         self.campaign: Any = None  # agents.kernel_opt.campaign.Campaign of ``musec optimize``
+        self.kernel_past: Any = None  # a resumed campaign's (evaluations, started_at), read off the loop
         self.goal = GoalState()  # the session's goal: a fold of its events (agents.goal)
         self.goals: Any = None  # agents.goal.driver.GoalDriver, set by the daemon
         self.initial_goal: Any = None  # agents.goal.GoalSpec of ``musec run --goal``, set when _run starts
@@ -704,6 +705,27 @@ class Session:
         self.ended.set()
         if self.on_end is not None:
             self.on_end(self)
+
+    def let_go(self) -> None:
+        """After the end: drop the agents and what is as large as the log (their histories).
+
+        The session, its agents, tools and roles refer to each other (bound methods,
+        closures), so the whole graph is freed only by the cyclic collector, whose full
+        passes are rare: a large resumed session stayed resident long after its end (issue
+        19). Emptying the histories frees the bulk by reference counting at once; the
+        rest, small, goes at the collector's next pass.
+        """
+        from musec.agents.history import History
+
+        agents = [self.agent, *self.workers.values(), *(getattr(bg, "agent", None) for bg in self.background.values())]
+        for agent in agents:
+            if agent is not None and getattr(agent, "history", None) is not None:
+                agent.history = History(agent.history.agent)
+        self.agent = None
+        self.workers.clear()
+        self.background.clear()
+        self.fanout = self.goals = self.campaign = self.kernel_past = None
+        self.hooks = self.mcp = self.extensions = self.net_proxy = None
 
     @property
     def log_path(self) -> Path:
