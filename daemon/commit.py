@@ -80,7 +80,10 @@ class GroupCommit:
             covers = self.log.next_seq - 1
             fd = self.log.dup_fd()  # the thread's own fd: closing the log cannot pull it away
             try:
-                await anyio.to_thread.run_sync(_fsync_and_close, self.log, fd)
+                # Shielded: a cancel at the call's first checkpoint would leave the thread
+                # unstarted and its descriptor open, holding the log's lock for good.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(_fsync_and_close, self.log, fd)
             except OSError as exc:
                 self.failed = exc
                 raise

@@ -80,6 +80,19 @@ async def test_closing_the_log_during_an_fsync_is_safe(tmp_path: Path, anyio_bac
     assert log.durable_through == 0 and verify(tmp_path / "s.jsonl").ok
 
 
+async def test_a_cancelled_wait_leaves_no_descriptor_holding_the_lock(tmp_path: Path, anyio_backend) -> None:
+    log = EventLog.create(tmp_path / "s.jsonl")
+    commit = GroupCommit(log)
+    log.append(_call(1), defer_sync=True)
+    with anyio.CancelScope() as scope:
+        scope.cancel()  # cancelled before its thread starts: the fsync is made anyway
+        await commit.durable()
+    log.close()
+    again, report = EventLog.open(tmp_path / "s.jsonl")  # not held: the session can be resumed
+    assert report.events == 1
+    again.close()
+
+
 # --- a live session: every write-ahead event off the loop, held from clients until durable ----
 
 def _close(session) -> None:
