@@ -175,6 +175,7 @@ def core_words(words: list[str]) -> list[str]:
 
 #: Where output goes that is not a file.
 _NOT_FILES = re.compile(r"/dev/(?:null|stdout|stderr|tty|fd/[0-9]+)")
+_FIND_WRITES = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"})
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
 
@@ -185,7 +186,7 @@ def file_writes(command: SimpleCommand) -> list[tuple[str, bool]]:
     ``literal`` when it has no expansion or glob. ``>/dev/null`` and ``2>&1`` write no file.
 
     Programs looked at (after wrappers, ``core_words``): ``tee FILE...``, ``sed -i``,
-    ``perl -i``, ``dd of=FILE``, ``sort -o FILE``, ``curl -o FILE``/``-O``,
+    ``perl -i``, ``awk`` printing into a file, ``find -delete/-exec/-fprint``, ``dd of=FILE``, ``sort -o FILE``, ``curl -o FILE``/``-O``,
     ``wget`` (it writes a file unless ``-O -``). Programs whose purpose is to change files
     (``cp``, ``mv``, ``rm``, ``touch``...) are not listed: a rule naming them says so.
     """
@@ -219,6 +220,10 @@ def file_writes(command: SimpleCommand) -> list[tuple[str, bool]]:
                 out.append((cluster.group(3) or nxt, literal_args))
             elif cluster:
                 out.append(("", False))
+    elif name in ("awk", "gawk", "mawk", "nawk") and any(">" in a or "system" in a for a in args):
+        out.append(("", False))  # `print > "f"` or system() inside its program
+    elif name == "find" and any(a in _FIND_WRITES for a in args):
+        out.append(("", False))
     elif name == "wget":
         documents = [nxt for a, nxt in zip(args, [*args[1:], ""], strict=True) if a in ("-O", "--output-document")]
         documents += [a[2:] for a in args if a.startswith("-O") and len(a) > 2]

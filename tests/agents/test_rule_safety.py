@@ -121,10 +121,12 @@ def test_redirections_that_write_no_file_stay_allowed(program: str, args: list[s
     "sed -i s/a/b/ calc.py", "sed -i.bak -e s/a/b/ calc.py", "sed --in-place s/a/b/ calc.py", "sed -ni p calc.py",
     "perl -pi -e s/a/b/ calc.py", "cat calc.py | dd of=calc2.py", "sort -o calc.py calc.py", "sort -ocalc.py x",
     "curl -o calc.py http://x", "curl -sSLO http://x/calc.py", "curl -sSLo calc.py http://x", "wget http://x/calc.py", "wget -O calc.py http://x",
-    "env echo x > calc.py", "echo x > $F", "echo x > *.py",
+    "env echo x > calc.py", "echo x > $F", "echo x > *.py", "awk '{print > \"calc.py\"}' x",
+    "find . -name x -delete", "find . -exec rm {} +", "find . -fprint calc.py",
 ])
 def test_the_ways_to_write_a_file_are_asked(command: str) -> None:
-    allow = ["bash(echo *)", "bash(ls *)", "bash(cat *)", "bash(sed *)", "bash(perl *)", "bash(sort *)",
+    allow = ["bash(echo *)", "bash(ls *)", "bash(cat *)", "bash(sed *)", "bash(perl *)", "bash(sort *)", "bash(awk *)",
+             "bash(find *)",
              "bash(curl *)", "bash(wget *)", "bash(tee -a *)", "bash(tee *)", "bash(env *)"]
     assert _decide(command, allow) == "ask", command
     # Named exactly, the very command (its file included) is allowed.
