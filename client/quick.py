@@ -101,8 +101,9 @@ def print_sessions(rows: list[dict[str, Any]], workspace: str, all_: bool, as_js
         where = "" if all_ else f" in {workspace} (--all lists every workspace)"
         out(f"no sessions{where}")
         return
-    for s in rows:
-        out(f"{s['id']}  {s['status']:<12} {age(s['updated_at']):>4}  {s['workspace']}  {' '.join(s['title'].split())}")
+    # one write for all the lines (safe keeps the newlines): not a write and a flush per line
+    out("\n".join(f"{s['id']}  {s['status']:<12} {age(s['updated_at']):>4}  {s['workspace']}  "
+                   f"{' '.join(s['title'].split())}" for s in rows))
 
 
 def print_status(info: dict[str, Any], protocol_version: int, as_json: bool) -> None:
