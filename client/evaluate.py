@@ -5,7 +5,8 @@ Harbor (PyPI ``harbor``, pinned to ``HARBOR_VERSION``) needs Python >= 3.12 and 
 else ``$MUSEC_HARBOR_VENV``, else ``harbor-venv`` under musec's state directory. When that
 venv is missing it is created with the first Python >= 3.12 found (this one, ``python3.1x``
 on PATH, or pyenv's), and ``musec[eval]`` of this very version is installed into it (from
-this checkout when musec is an editable install). Harbor then runs as a subprocess:
+this checkout when musec is an editable install); a venv musec made that an install left
+incomplete is made again. Harbor then runs as a subprocess:
 ``harbor run --agent musec.harbor.agent:MusecAgent --env ...``; nothing of Harbor is
 imported here.
 """
@@ -161,30 +162,41 @@ def _musec_spec() -> str:
     return f"musec[eval]=={dist.version}"
 
 
+MADE_BY_MUSEC = ".made-by-musec"  # in a venv musec created: it may remove and make it again
+
+
 def ensure_venv(venv: Path) -> Path:
-    """Harbor's venv, created and filled when missing (minutes: Harbor is ~470 MB).
+    """Harbor's venv, created and filled when missing (minutes: Harbor is ~470 MB); each
+    install says so first. A venv musec made that lacks Harbor (an install cut off, e.g. by
+    Ctrl-C) is removed and made again, never filled in place; a venv the person gave is filled.
 
     Raises:
         UsageError: no Python >= 3.12 to create it with.
-        SetupFailed: the install failed (a venv this call created is removed again).
+        SetupFailed: the install failed (a venv musec made is removed again).
     """
     python = venv / "bin" / "python"
     probe = [str(python), "-c", "import musec.harbor.agent, harbor"]
     if python.exists() and subprocess.run(probe, capture_output=True, env=_env()).returncode == 0:
         return venv
+    ours = (venv / MADE_BY_MUSEC).exists() or venv == (p.state_home() / "harbor-venv").resolve()
+    if ours and venv.exists():
+        err(f"musec: Harbor's venv at {venv} is incomplete (an earlier install stopped part-way); making it again")
+        shutil.rmtree(venv, ignore_errors=True)
     created = not python.exists()
     if created:
         base = find_python312()
         if base is None:
             raise UsageError(f"Harbor needs Python >= 3.12 and none was found; install one (e.g. `pyenv install 3.12`) "
                              f"or give a venv with Harbor {HARBOR_VERSION} and musec[eval] (--harbor-venv)")
-        err(f"musec: creating Harbor's venv at {venv} (Harbor {HARBOR_VERSION}, about 470 MB)")
+        err(f"musec: creating Harbor's venv at {venv}")
         subprocess.run([base, "-m", "venv", str(venv)], check=True)
+        (venv / MADE_BY_MUSEC).write_text("made by `musec eval`; removed and made again when incomplete\n")
     spec = _musec_spec()
     spec_args = ["-e", spec.removeprefix("-e ")] if spec.startswith("-e ") else [spec]
+    err(f"musec: installing Harbor {HARBOR_VERSION} and {spec} into {venv} (about 470 MB; a few minutes the first time)")
     proc = subprocess.run([str(python), "-m", "pip", "install", "-q", *spec_args, f"harbor=={HARBOR_VERSION}"], env=_env())
     if proc.returncode != 0 or subprocess.run(probe, capture_output=True, env=_env()).returncode != 0:
-        if created:
+        if created or ours:
             shutil.rmtree(venv, ignore_errors=True)  # never a half-built venv taken for a good one later
         raise SetupFailed(f"could not install Harbor {HARBOR_VERSION} and {spec} into {venv}; see pip's output "
                           "above (or give a ready venv with --harbor-venv)")
