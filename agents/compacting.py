@@ -10,7 +10,8 @@ Never a loop: at most two summarising calls per compaction (the second with half
 room, when the first is itself over the window); when both fail that way, the compaction
 goes on without a summary and the oldest turns are cut (``context_cut``). A provider that
 is down ends the compaction with the error (the loop reports it); the compaction is done
-again on resume, since its ``compaction_started`` has no result.
+again on resume, since its ``compaction_started`` has no result. A summary that would not
+make the request smaller (a short conversation, a long summary) is logged but not applied.
 
 Hooks (agents.hooks, DESIGN §12): ``PreCompact`` runs before ``compaction_started`` with
 ``{"trigger": "manual"|"auto", "reason", "custom_instructions"}``; what it answers (plain
@@ -51,7 +52,8 @@ def window_for(agent: Agent, request: ModelRequest, overflow: ContextOverflow | 
 
 
 async def compact(agent: Agent, *, reason: str, focus: str = "", overflow: ContextOverflow | None = None) -> bool:
-    """Compact ``agent``'s history; ``False`` when there was nothing to summarise.
+    """Compact ``agent``'s history; ``False`` when it did not change: nothing to summarise,
+    or the new start would not have been smaller (logged with ``applied`` False, not applied).
 
     Raises:
         ProviderError: the summarising call failed other than by overflow.
@@ -78,14 +80,18 @@ async def compact(agent: Agent, *, reason: str, focus: str = "", overflow: Conte
     summary, usage, cut = await _summarise(agent, summarizer, request, instructions, window, agent.history.pinned)
     head = render_head(summary, agent.history.pinned_before(keep_from), cut_messages=cut)
     after = msgspec.structs.replace(request, messages=[Message("user", [TextBlock(head)]), *request.messages[keep_from:]])
+    tokens_after = agent.gauge.tokens(after)
+    applied = tokens_after < tokens_before  # a "compaction" that grows the context is not one
     agent.record(ev.CompactionFinished(
         keep_from=keep_from, head=head, summary=summary, from_seq=from_seq, to_seq=to_seq,
-        tokens_before=tokens_before, tokens_after=agent.gauge.tokens(after), cut_messages=cut,
+        tokens_before=tokens_before, tokens_after=tokens_after, cut_messages=cut,
         model=summarizer.model, provider=summarizer.name, usage=msgspec.to_builtins(usage),
         cost_usd=round(agent.summary_cost(usage), 8), latency_s=round(time.monotonic() - started, 3),
+        applied=ev.UNSET if applied else False,
     ))
-    await _post_compact(agent, reason, summary, tokens_before, agent.history.last_compaction)
-    return True
+    if applied:
+        await _post_compact(agent, reason, summary, tokens_before, agent.history.last_compaction)
+    return applied
 
 
 def _trigger(reason: str) -> str:

@@ -37,7 +37,8 @@ Events that shape the history (``History.apply`` says what it does with every ty
 
 The working time since the person's latest message (``wall_s``, for ``--max-wall``) is a
 ``WorkClock`` over the events' ``ts``: it starts at the message, stops at ``TurnEnded``,
-and the daemon's downtime before a ``SessionResumed`` does not count.
+and the daemon's downtime before a ``SessionResumed`` does not count. A ``SessionResumed``
+that ``continues`` a stopped turn starts it and the turn count afresh, as a message does.
 - ``CompactionStarted``: a compaction is under way (``pending``); ``CompactionFinished``:
   the new start of the conversation: the history becomes ``head`` as one user message,
   then the messages from ``keep_from`` on (``agents/compaction.py``). The person's
@@ -191,6 +192,10 @@ class History:
             case TurnEnded():
                 if event.agent == self.agent:
                     self.clock.stop()
+            case SessionResumed():
+                if event.continues and event.agent == self.agent:  # a stopped turn gone on with: counted afresh
+                    self.turns_since_user = 0
+                    self.clock.start(event.ts, afresh=True)
             case ModelRequest():
                 if event.agent == self.agent:
                     chars = event.request_chars if isinstance(event.request_chars, int) else 0
@@ -236,7 +241,7 @@ class History:
                     text = f"[tool call interrupted: {event.reason}; it may have partly run]"
                     self._user_block(ToolResultBlock(event.call_id, text, True))
                     self._release_held()
-            case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded()
+            case (SessionStarted() | LogRepaired() | SessionEnded()
                   | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
                   | FileEditStarted() | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
                   | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated() | PlanProposed() | GrillRound()
@@ -316,7 +321,10 @@ class History:
         if isinstance(event, CompactionStarted):
             self.pending = event
             return
-        self._compacted(event.keep_from, event.head)
+        if event.applied is False:  # it would not have been smaller: nothing changes
+            self.pending = None
+        else:
+            self._compacted(event.keep_from, event.head)
         self.last_compaction = event
         self.cost_usd += float(event.cost_usd)
 

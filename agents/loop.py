@@ -13,6 +13,7 @@ elsewhere does (history.py, permissions.py, plan.py, context.py, compacting.py).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -179,6 +180,9 @@ class Agent:
         # Another limit asked before each model call (a goal's budget, agents.goal): an
         # ``Outcome`` to stop with, or None to go on.
         self.extra_limit: Callable[[], Outcome | None] | None = None
+        # Seconds left of that other limit's wall time (a goal's --max-wall), None: none.
+        self.extra_wall_left: Callable[[], float] | None = None
+        self._wall: anyio.CancelScope | None = None  # the running calls' wall-time deadline
         self.history = History(agent_id)
         self.context_config = context_config or ContextConfig()
         self.window_tokens = window_tokens
@@ -262,10 +266,14 @@ class Agent:
         while True:
             pending = self.history.unanswered_calls()
             if pending:
-                try:
-                    await self._run_calls(pending)
-                except NeedsApproval as exc:
-                    return Outcome("needs_approval", message=str(exc))
+                # A wall limit passing interrupts the running tool, as Ctrl-C does.
+                with anyio.move_on_after(self._wall_left()) as self._wall:
+                    try:
+                        await self._run_calls(pending)
+                    except NeedsApproval as exc:
+                        return Outcome("needs_approval", message=str(exc))
+                if self._wall.cancelled_caught:
+                    return self._wall_stop()
                 if self._plan_proposed:
                     return self._propose_plan()
                 continue
@@ -274,8 +282,7 @@ class Agent:
             if self.budget_usd and self.history.cost_usd >= self.budget_usd:
                 return Outcome("budget", message=f"stopped at ${self.history.cost_usd:.4f}, the --budget-usd cap is ${self.budget_usd:g}")
             if self.max_wall_s and self.history.wall_s(time.time()) >= self.max_wall_s:
-                return Outcome("max_wall", message=f"stopped after {self.history.wall_s(time.time()):.0f} s of work, "
-                                                   f"the --max-wall limit is {self.max_wall_s:g} s")
+                return self._wall_stop()
             stop = self.extra_limit() if self.extra_limit is not None else None
             if stop is not None:
                 return stop
@@ -297,7 +304,8 @@ class Agent:
             ))
             started = time.monotonic()
             try:
-                response = await self.provider.complete(request, self._delta)
+                with anyio.move_on_after(self._wall_left()) as wall:  # made again when the turn goes on
+                    response = await self.provider.complete(request, self._delta)
             except ContextOverflow as exc:
                 if overflowed is not None:  # one compaction and one retry: never a loop
                     return Outcome("error", message=f"{exc}; the request is still over the window after compacting "
@@ -308,6 +316,8 @@ class Agent:
                 return Outcome("provider_unreachable", message=str(exc))
             except (ProviderError, AgentError) as exc:
                 return Outcome("error", message=str(exc))
+            if wall.cancelled_caught:
+                return self._wall_stop()
             overflowed = None
             self.gauge.observe(request, response.usage)
             self.record(ev.ModelResponse(
@@ -326,6 +336,21 @@ class Agent:
                 if await self._hook_stop(response.text):
                     continue
                 return Outcome("finished", result=response.text)
+
+    def _wall_left(self) -> float:
+        """Seconds of work left before a wall-time limit (``--max-wall``, a goal's); ``inf``: none."""
+        left = self.max_wall_s - self.history.wall_s(time.time()) if self.max_wall_s else math.inf
+        return min(left, self.extra_wall_left()) if self.extra_wall_left is not None else left
+
+    def _wall_stop(self) -> Outcome:
+        """The outcome of a wall-time limit reached: the run's own, else the other's (a goal's)."""
+        worked = self.history.wall_s(time.time())
+        own_left = self.max_wall_s - worked if self.max_wall_s else math.inf
+        other_left = self.extra_wall_left() if self.extra_wall_left is not None else math.inf
+        if own_left > other_left:
+            stop = self.extra_limit() if self.extra_limit is not None else None
+            return stop or Outcome("max_wall", message="stopped: the goal's wall-time limit (--max-wall) is spent")
+        return Outcome("max_wall", message=f"stopped after {worked:.0f} s of work, the --max-wall limit is {self.max_wall_s:g} s")
 
     def _reported(self, usage: Usage) -> dict[str, Any]:
         """The context fields of a ``model_response``: the provider's count of the request
@@ -407,12 +432,16 @@ class Agent:
                 raise
 
     def _answer_interrupted(self, call: ToolCallBlock, rest: list[ToolCallBlock]) -> None:
-        """Answer the call cut off and the calls not yet run, so the history stays valid."""
+        """Answer the call cut off and the calls not yet run, so the history stays valid:
+        cut off by the person (Ctrl-C, a turn ended), or by a wall-time limit passing."""
+        by_wall = self._wall is not None and self._wall.cancel_called
+        why = "the wall-time limit (--max-wall) passed" if by_wall else "the person interrupted the turn"
         if call.id in {c.id for c in self.history.unanswered_calls()}:
-            self.record(ev.ToolInterrupted(call_id=call.id, tool=call.name, reason="interrupted by the person"))
+            self.record(ev.ToolInterrupted(call_id=call.id, tool=call.name,
+                                           reason=f"stopped: {why}" if by_wall else "interrupted by the person"))
         for other in rest:
             self.record(ev.ToolFinished(call_id=other.id, tool=other.name, is_error=True,
-                                        content="not run: the person interrupted the turn", untrusted=False))
+                                        content=f"not run: {why}", untrusted=False))
 
     async def _run_call(self, call: ToolCallBlock) -> None:
         tool = self.tools.get(call.name)

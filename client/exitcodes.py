@@ -80,6 +80,7 @@ class Condition(enum.Enum):
     INTERRUPTED = "interrupted"  # Ctrl-C
     INTERNAL = "internal"  # a fault of the client itself, reported in one line
     SETUP_FAILED = "setup_failed"  # an install the client ran failed (Harbor's venv)
+    COMPACT_FAILED = "compact_failed"  # `musec compact`: the summarising call failed
 
 
 FOR_CONDITION: dict[Condition, Exit] = {
@@ -97,6 +98,7 @@ FOR_CONDITION: dict[Condition, Exit] = {
     Condition.INTERRUPTED: Exit.INTERRUPTED,
     Condition.INTERNAL: Exit.GOAL_UNMET,
     Condition.SETUP_FAILED: Exit.GOAL_UNMET,
+    Condition.COMPACT_FAILED: Exit.GOAL_UNMET,
 }
 
 

@@ -135,6 +135,35 @@ def check_workspace_scope(args: argparse.Namespace, workspace: str, *, interacti
     args.allow_home_workspace = True
 
 
+def check_budgets(args: argparse.Namespace) -> float | None:
+    """``--budget-usd`` (``None`` when not given), after checking it and ``--agents-budget-usd``.
+
+    Raises:
+        UsageError: not a finite number of dollars (more than 0; 0 or more for the agents').
+    """
+    budget_usd = getattr(args, "budget_usd", None)
+    if budget_usd is not None and (not math.isfinite(budget_usd) or budget_usd <= 0):
+        raise UsageError("--budget-usd must be a finite number of dollars more than 0")
+    agents_budget = getattr(args, "agents_budget_usd", 0.0) or 0.0
+    if not math.isfinite(agents_budget) or agents_budget < 0:
+        raise UsageError("--agents-budget-usd must be a finite number of dollars, 0 or more")
+    return budget_usd
+
+
+def check_sandbox(mode: str) -> None:
+    """Refuse a sandbox this platform does not have (every command would fail in it).
+
+    Raises:
+        UsageError: ``seatbelt`` off macOS, ``bwrap`` on macOS.
+    """
+    if mode == "seatbelt" and sys.platform != "darwin":
+        raise UsageError("--sandbox seatbelt: the Seatbelt sandbox (sandbox-exec) exists only on macOS; "
+                         "on this system use --sandbox bwrap (what auto picks)")
+    if mode == "bwrap" and sys.platform == "darwin":
+        raise UsageError("--sandbox bwrap: bubblewrap exists only on Linux; on macOS use --sandbox seatbelt "
+                         "(what auto picks)")
+
+
 def start_request(conn: Connection, args: argparse.Namespace, task: str, *, interactive: bool) -> p.StartSession:
     """The ``StartSession`` for ``args`` (the session options of ``args.session_opts``).
 
@@ -145,9 +174,8 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
     max_turns = DEFAULT_MAX_TURNS if args.max_turns is None else args.max_turns
     if max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
-    budget_usd = getattr(args, "budget_usd", None)
-    if budget_usd is not None and (not math.isfinite(budget_usd) or budget_usd <= 0):
-        raise UsageError("--budget-usd must be a finite number of dollars more than 0")
+    budget_usd = check_budgets(args)
+    check_sandbox(getattr(args, "sandbox", None) or "auto")
     trust = bool(getattr(args, "trust", False))
     agents_model = getattr(args, "agents_model", "")
     approval, plan = args.approval or "ask", bool(getattr(args, "plan", False))
@@ -205,4 +233,5 @@ def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.R
         credentials=credentials(), interactive=False, end_when_idle=True,
         approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(), redact_named=secret_env(),
         environment=dict(os.environ), model=getattr(args, "model", None) or "", max_wall_s=_max_wall_s(args),
+        budget_usd=check_budgets(args) or 0.0,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any, assert_never
 
 from musec.daemon import protocol as p
@@ -14,7 +15,7 @@ from .errors import DaemonLost, UsageError
 from .exitcodes import Condition, Exit, for_condition, for_error, for_reason
 from .output import err, out_json, out_json_line
 from .render import Renderer
-from .requests import resume_request, start_request
+from .requests import check_budgets, check_sandbox, resume_request, start_request
 from .stream import SessionStream
 
 OutputFormat = str  # "text" | "json" | "stream-json"
@@ -27,13 +28,49 @@ def read_task(args: argparse.Namespace) -> str:
     return task.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """``musec run``: start a session, or go on with one (``--resume``/``--continue``)."""
-    task = read_task(args)
+# Options a resumed session cannot take: each is fixed when the session starts. (name,
+# whether ``args`` holds a value other than its default)
+_STARTING_ONLY: tuple[tuple[str, Callable[[argparse.Namespace], bool]], ...] = (
+    ("--sandbox", lambda a: a.sandbox != "auto"),
+    ("--agents", lambda a: a.agents is not None),
+    ("--agents-model", lambda a: bool(a.agents_model)),
+    ("--agents-budget-usd", lambda a: bool(a.agents_budget_usd)),
+    ("--no-blackboard", lambda a: not a.blackboard),
+    ("--trust", lambda a: a.trust),
+    ("--grill", lambda a: a.grill),
+)
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Refuse options that would be silently ignored in this combination (one line each).
+
+    Raises:
+        UsageError: e.g. ``--approve-plan`` without a plan, ``--sandbox`` on a resume.
+    """
+    resuming = bool(args.resume or args.continue_)
+    check_budgets(args)
+    check_sandbox(args.sandbox)
     if args.resume and args.continue_:
         raise UsageError("give either --resume ID or --continue, not both")
-    if (args.resume or args.continue_) and (args.goal is not None or args.check is not None):
+    if resuming and (args.goal is not None or args.check is not None):
         raise UsageError('a goal is set when a run starts; in a resumed session send "/goal CONDITION --check CMD" as the message')
+    if resuming:
+        for name, given in _STARTING_ONLY:
+            if given(args):
+                raise UsageError(f"{name} is set when a session starts; a resumed session keeps its own "
+                                 f"(start a new one with musec run {name} ...)")
+        if args.resume and args.workspace:
+            raise UsageError("--workspace picks the latest session of a workspace for --continue; "
+                             "--resume ID names the session itself")
+    elif args.approve_plan and not (args.plan or args.grill or args.approval == "plan"):
+        raise UsageError('--approve-plan approves a plan: use it with --plan (musec run --plan --approve-plan "TASK") '
+                         "or to carry out a resumed session's plan (musec run --resume ID --approve-plan)")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``musec run``: start a session, or go on with one (``--resume``/``--continue``)."""
+    check_options(args)
+    task = read_task(args)
     if args.resume or args.continue_:
         conn = connect()
         return follow_run(conn, resume_request(conn, args, task), args.output_format)
@@ -62,11 +99,12 @@ def follow_run(
         try:
             msg = conn.recv()
         except KeyboardInterrupt:
-            if interrupted or not stream.session_id:
-                return for_condition(Condition.INTERRUPTED)
+            if interrupted:
+                return stop_waiting(stream.session_id)
             interrupted = True
-            conn.send(p.Interrupt(id=conn.next_id(), session_id=stream.session_id))
-            err("\nmusec: interrupting the turn (Ctrl-C again to leave it running)")
+            if stream.session_id:  # else sent as soon as the session's id is known
+                conn.send(p.Interrupt(id=conn.next_id(), session_id=stream.session_id))
+            err(f"\n{INTERRUPTING}")
             continue
         except DaemonLost as exc:
             if exc.daemon_alive:
@@ -88,6 +126,8 @@ def follow_run(
             case p.SessionStarted():
                 stream.session_id = msg.session_id
                 info.update(session_id=msg.session_id, log_path=msg.log_path)
+                if interrupted:  # Ctrl-C before the id was known: the daemon interrupts its first turn
+                    conn.send(p.Interrupt(id=conn.next_id(), session_id=msg.session_id))
                 if output_format == "text" and not quiet:
                     verb = "resumed" if msg.resumed else "session"
                     cut = f" ({len(msg.interrupted_calls)} interrupted call(s) answered as interrupted)" if msg.interrupted_calls else ""
@@ -121,6 +161,20 @@ def follow_run(
                 pass  # replies to requests this loop does not make
             case _:
                 assert_never(msg)
+
+
+INTERRUPTING = "musec: interrupting the turn; the session then ends (Ctrl-C again: stop waiting for it)"
+
+
+def stop_waiting(session_id: str) -> Exit:
+    """A second Ctrl-C: exit 130 at once. The interrupt asked for goes on in the daemon,
+    which ends the session when its turn has stopped; the line says where to see it."""
+    if session_id:
+        err(f"musec: not waiting; the daemon ends session {session_id} once its turn has stopped "
+            f"(`musec log {session_id}` shows it)")
+    else:
+        err("musec: not waiting; the session ends in the daemon as soon as it has started (`musec sessions` lists it)")
+    return for_condition(Condition.INTERRUPTED)
 
 
 def finish_run(output_format: OutputFormat, msg: p.SessionEnded) -> Exit:

@@ -150,9 +150,11 @@ def cmd_compact(args: argparse.Namespace) -> Exit:
                   "tokens_after": r.tokens_after, "message": r.message})
     elif r.done:
         out(f"compacted session {r.session_id}: about {r.tokens_before} tokens to {r.tokens_after}")
+    elif r.failed:
+        err(f"musec: session {r.session_id}: {r.message}")
     else:
         out(f"session {r.session_id}: {r.message}")
-    return OK
+    return for_condition(Condition.COMPACT_FAILED) if r.failed else OK
 
 
 def compact_text(r: p.Compacted) -> str:

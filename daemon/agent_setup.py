@@ -259,11 +259,15 @@ def build_agent(
         raise BadRequest(f"unknown approval mode {req.approval!r}; use one of {', '.join(MODES)}")
     if req.sandbox not in ("bwrap", "seatbelt", "off", "auto"):
         raise BadRequest(f"unknown sandbox {req.sandbox!r}; use bwrap, seatbelt or off")
+    darwin = os.uname().sysname == "Darwin"
+    if req.sandbox == ("bwrap" if darwin else "seatbelt"):  # every command would fail in it
+        raise BadRequest(f"--sandbox {req.sandbox} does not exist on this system; use "
+                         f"--sandbox {'seatbelt' if darwin else 'bwrap'} (what auto picks)")
     if req.max_turns < 1:
         raise BadRequest("--max-turns must be at least 1")
     workspace = (workspace or Path(req.workspace)).resolve()
     entry, provider = _provider(deps, session, req.model, credentials, agent_id, workspace)
-    mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if os.uname().sysname == "Darwin" else "bwrap")
+    mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if darwin else "bwrap")
     policy = permission_policy(deps.paths, req, workspace)
     ctx = ToolContext(
         workspace=workspace,

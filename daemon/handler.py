@@ -291,14 +291,15 @@ class Connection:
         session = self.host.sessions.get(sid)
         if session is None:
             session, _, _ = await self.host.resume_session(p.ResumeSession(
-                id=msg.id, session_id=sid, credentials=msg.credentials, end_when_idle=True))
+                id=msg.id, session_id=sid, credentials=msg.credentials, end_when_idle=True), compacting=True)
             session.compact_first = msg.focus
             self.host.launch(session, "")
             await session.ended.wait()
-            done, before, after, message = session.compacted or (False, 0, 0, "the session ended before compacting")
+            done, before, after, message, failed = session.compacted or (False, 0, 0, "the session ended before compacting", True)
         else:
-            done, before, after, message = await session.compact(msg.focus)
-        return p.Compacted(id=msg.id, session_id=sid, done=done, tokens_before=before, tokens_after=after, message=message)
+            done, before, after, message, failed = await session.compact(msg.focus)
+        return p.Compacted(id=msg.id, session_id=sid, done=done, tokens_before=before, tokens_after=after, message=message,
+                           failed=failed)
 
     def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog | p.ShowPlan) -> p.DaemonMsg:
         """The reply of a read-only request: a view of a session rebuilt from its log.

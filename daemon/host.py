@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 import structlog
-from musec.agents.core.events import AgentMessage, SessionResumed
+from musec.agents.core.events import UNSET, AgentMessage, SessionResumed
 
 from . import protocol as p
 from .errors import BadRequest, SessionNotFound
 from .eventlog import EventLog
 from .index import SessionIndex, new_session_id
 from .memory import release_memory
+from .pending import stopped_live_turn
 from .session import Session
 from .takeover import take_over
 
@@ -121,11 +122,13 @@ class SessionHost:
         if session.driven:
             raise BadRequest(f"session {sid} is live in this daemon and another client follows it; "
                              f"join it with `musec attach {sid}`")
+        continues = stopped_live_turn(session, req, sid)  # raises when nothing is pending: left as it is
         credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
         session.log.redact.add(req.redact, p.named_secrets(credentials, req.redact_named))
         take_over(session, interactive=req.interactive, end_when_idle=req.end_when_idle, approval=req.approval)
         mode = session.agent.approval_mode if session.agent is not None else req.approval
-        session.record(SessionResumed(pid=os.getpid(), approval=mode))
+        session.record(SessionResumed(pid=os.getpid(), approval=mode, continues=continues or UNSET))
+        session.go_on_stopped = bool(continues)
         log.info("session_taken_over", session_id=sid, interactive=req.interactive)
         return session
 
@@ -135,6 +138,10 @@ class SessionHost:
         if task:
             session.submit(task)
             return False
+        if session.go_on_stopped:  # its stopped turn goes on (``pending.stopped_live_turn``)
+            session.go_on_stopped = False
+            session.kick()
+            return False
         if session.status != "idle" or session.approvals:
             return False  # its turn goes on; the client follows it
         if session.end_when_idle:
@@ -142,7 +149,7 @@ class SessionHost:
             return False
         return True
 
-    async def resume_session(self, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
+    async def resume_session(self, req: p.ResumeSession, *, compacting: bool = False) -> tuple[Session, bool, list[str]]:
         """Reopen a session from its log (the log is read off the event loop); see
         ``resume.resume_session``.
 
@@ -159,7 +166,7 @@ class SessionHost:
             self._resuming.add(sid)
         try:
             timeout_s = idle_timeout_s(self.deps.paths.config)
-            session, mid_turn, interrupted = await resume_session(self.index, self.deps, req)
+            session, mid_turn, interrupted = await resume_session(self.index, self.deps, req, compacting=compacting)
             session.idle_timeout_s = timeout_s
         finally:
             self._resuming.discard(sid)

@@ -76,6 +76,7 @@ from musec.agents.workers.state import FanoutState
 from . import protocol as p
 from .errors import BadRequest, LogCorrupt
 from .eventlog import EventLog, iter_events, read_events
+from .pending import settle_asked, stopped_turn
 from .plans import restore_mode
 from .redaction import Refill
 from .session import Session
@@ -95,6 +96,8 @@ class ResumeState:
         in_turn: the log stops inside a turn (a user message not followed by ``turn_ended``).
         fanout: the session's fan-outs (one cut off by the stop is gone on with).
         approval: the approval mode the person last switched to, "" when never.
+        last_stop: how the main agent's latest turn ended (``turn_ended``), "" before any
+            or while a person's message waits for its turn.
     """
 
     events: int = 0
@@ -105,6 +108,7 @@ class ResumeState:
     edits_announced: dict[str, FileEditStarted] = field(default_factory=dict)
     edits_logged: set[str] = field(default_factory=set)
     approvals_asked: dict[str, ApprovalRequested] = field(default_factory=dict)
+    last_stop: str = ""
 
     def apply(self, event: AnyEvent) -> None:
         """Fold one event."""
@@ -127,8 +131,11 @@ class ResumeState:
                 self.approvals_asked.pop(event.call_id, None)
             case UserMessage():
                 self.in_turn = True
+                if event.agent == "main":
+                    self.last_stop = ""
             case TurnEnded():
                 self.in_turn = False
+                self.last_stop = event.exit_reason
             case ApprovalModeChanged():
                 self.approval = event.approval
             case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
@@ -166,9 +173,11 @@ def first_event(path: Path, refill: Callable[[bytes], bytes] | None = None) -> S
     return first
 
 
-async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession) -> tuple[Session, bool, list[str]]:
-    """Reopen the session ``req`` names; return it, whether a turn must be finished, and
-    the ids of the calls found interrupted.
+async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession, *,
+                         compacting: bool = False) -> tuple[Session, bool, list[str]]:
+    """Reopen the session ``req`` names; return it, whether a turn must be finished (or a
+    stopped one gone on with: ``pending.stopped_turn``), and the ids of the calls found
+    interrupted. ``compacting``: reopened only to compact it (``musec compact``).
 
     What reads the whole log (opening it: the torn-tail check and the hash chain; the fold
     into the agents' histories) runs in worker threads, one event at a time, so a long log
@@ -230,20 +239,31 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     except BaseException:
         elog.close()
         raise
+    # An active goal goes on: its unjudged stop is judged, or the agent is sent back to it.
+    mid_turn = state.in_turn or session.goal.active or bool(agent.history.unanswered_calls())
+    if not req.approval and state.approval:  # a switch the person made holds until they pass another
+        agent.approval_mode = state.approval
+    restore_mode(session, start.approval, req.approve_plan, approval_given=bool(req.approval or state.approval))
+    try:
+        continues = "" if compacting else stopped_turn(session, state, req, sid, mid_turn=mid_turn)
+    except BadRequest:
+        elog.close()  # nothing written: the session stays as it ended
+        raise
     if report.torn_bytes:
         session.record(LogRepaired(torn_bytes=report.torn_bytes, torn_path=report.torn_path))
     cut = list(state.open_calls.values())
     if state.fanout.pending and any(call.tool == "spawn_workers" for call in cut):
         session.resume_fanout = (state.fanout.pending, state.fanout.pending_finished)
     interrupted = _answer_cut_calls(session, state, cut, Path(started.workspace))
-    if not req.approval and state.approval:  # a switch the person made holds until they pass another
-        agent.approval_mode = state.approval
-    restore_mode(session, start.approval, req.approve_plan, approval_given=bool(req.approval or state.approval))
-    session.record(SessionResumed(pid=os.getpid(), interrupted_calls=interrupted, approval=agent.approval_mode))
+    settle_asked(session, state, mode_given=bool(req.approval))
+    session.last_stop = state.last_stop
+    if req.budget_usd:  # this run's spending from now on (the session's own cap is not kept)
+        agent.budget_usd = agent.history.cost_usd + req.budget_usd
+    session.record(SessionResumed(pid=os.getpid(), interrupted_calls=interrupted, approval=agent.approval_mode,
+                                  continues=continues or typed.UNSET))
     if req.model:
         _note_switch(deps, agent, current)
-    # An active goal goes on: its unjudged stop is judged, or the agent is sent back to it.
-    return session, state.in_turn or session.goal.active or bool(agent.history.unanswered_calls()), interrupted
+    return session, mid_turn or bool(continues), interrupted
 
 
 def _setup_facts(path: Path, refill: Callable[[bytes], bytes]) -> tuple[SessionStarted, str, Any]:
@@ -272,11 +292,6 @@ def _answer_cut_calls(session: Session, state: ResumeState, cut: list[ToolStarte
         session.record(ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
                                        reason="the daemon stopped while it ran"))
         interrupted.append(call.call_id)
-    # Approvals the stop left unanswered are withdrawn: their calls, still unanswered, are
-    # decided again under this resume's approval mode when the turn goes on (issue 13 case 5).
-    for asked in state.approvals_asked.values():
-        session.record(ApprovalResolved(agent=asked.agent, call_id=asked.call_id, decision="withdrawn",
-                                        by="the session stopped before an answer"))
     return interrupted
 
 

@@ -121,6 +121,9 @@ class Session:
         self.seen_client_msg_ids = self.counters.client_msg_ids
         self.skills_loaded = self.counters.skills_loaded  # folded from skill_loaded, live and on resume
         self._turn_scope: anyio.CancelScope | None = None
+        self._interrupt_next = False  # an interrupt that came before the turn (headless)
+        self.last_stop = ""  # how the latest turn ended (``turn_ended``): a stopped one may be gone on with
+        self.go_on_stopped = False  # a take-over goes on with the stopped turn (``pending.stopped_live_turn``)
         self._scope: anyio.CancelScope | None = None
         self.on_end: Callable[[Session], None] | None = None
         self.resumed_at_seq = 0
@@ -137,7 +140,7 @@ class Session:
         init_session(self)  # self.plan and the rest of plan mode's state (daemon/plans.py)
         self._agent_lock = anyio.Lock()  # a turn or a manual compaction: one at a time on the main agent
         self.compact_first: str | None = None  # ``musec compact`` of a session that was not live: its focus
-        self.compacted: tuple[bool, int, int, str] | None = None  # what that compaction did
+        self.compacted: tuple[bool, int, int, str, bool] | None = None  # what that compaction did
 
     # -- events -------------------------------------------------------------------
 
@@ -406,9 +409,12 @@ class Session:
         self.submit(_KICK, "")
 
     def interrupt(self) -> None:
-        """Cancel the current turn (the agent answers the calls it cut off)."""
+        """Cancel the current turn (the agent answers the calls it cut off); a headless
+        session not yet in one (its client's Ctrl-C as it starts) has its next turn cancelled."""
         if self._turn_scope is not None:
             self._turn_scope.cancel()
+        elif self.end_when_idle:
+            self._interrupt_next = True
 
     def end(self) -> None:
         """End the session: the current turn is cancelled and ``session_ended`` written."""
@@ -438,29 +444,35 @@ class Session:
             outcome = await run_agent(self)
         return outcome
 
-    async def compact(self, focus: str = "") -> tuple[bool, int, int, str]:
+    async def compact(self, focus: str = "") -> tuple[bool, int, int, str, bool]:
         """Compact the main agent's context (``/compact``, ``musec compact``): at once when
         no turn is running, else before the turn's next model call.
 
         Returns:
-            ``(done, tokens_before, tokens_after, message)``; ``message`` says why not done.
+            ``(done, tokens_before, tokens_after, message, failed)``; ``message`` says why not
+            done, ``failed`` when the summarising call failed (an error to report).
         """
         from musec.agents.core.errors import AgentError
 
         if self._agent_lock.locked():
             self.agent.request_compaction(focus)
-            return False, 0, 0, "the session is in a turn: it compacts before its next model call"
+            return False, 0, 0, "the session is in a turn: it compacts before its next model call", False
+        before = self.agent.history.last_compaction
         async with self._agent_lock:
             try:
                 done = await self.agent.compact_now(focus)
             except AgentError as exc:
-                return False, 0, 0, f"compacting failed: {exc}"
+                return False, 0, 0, f"compacting failed: {exc}", True
         last = self.agent.history.last_compaction
+        if not done and last is not None and last is not before and last.applied is False:
+            return False, last.tokens_before, last.tokens_after, (
+                f"nothing gained: the summary would make the context about {last.tokens_after} tokens, not smaller "
+                f"than its {last.tokens_before}; it is kept as it was"), False
         if not done or last is None:
-            return False, 0, 0, "nothing to compact yet: the conversation is as short as it gets"
-        return True, last.tokens_before, last.tokens_after, ""
+            return False, 0, 0, "nothing to compact yet: the conversation is as short as it gets", False
+        return True, last.tokens_before, last.tokens_after, "", False
 
-    async def _compact_first(self) -> tuple[bool, int, int, str]:
+    async def _compact_first(self) -> tuple[bool, int, int, str, bool]:
         self.compacted = await self.compact(self.compact_first or "")
         return self.compacted
 
@@ -482,13 +494,16 @@ class Session:
 
         with anyio.CancelScope() as scope:
             self._turn_scope = scope
+            if self._interrupt_next:
+                self._interrupt_next = False
+                scope.cancel()
             outcome = await (self.goals.drive(once) if self.goals is not None else once())
         self._turn_scope = None
         if outcome is None:
             reason, result, message = "interrupted", "", "the turn was interrupted"
         else:
             reason, result, message = outcome.exit_reason, outcome.result, outcome.message
-        self.status = "idle"
+        self.status, self.last_stop = "idle", reason
         self.stir.set()
         self.record(TurnEnded(exit_reason=reason, result=result, message=message))
         await self.commit.durable(self.log.next_seq - 1)

@@ -119,11 +119,14 @@ class SessionStarted(Event, frozen=True, tag="session_started"):
 
 
 class SessionResumed(Event, frozen=True, tag="session_resumed"):
-    """A daemon took the session up again; ``interrupted_calls`` were cut off by the stop."""
+    """A daemon took the session up again; ``interrupted_calls`` were cut off by the stop.
+    ``continues``: the exit reason of the stopped turn this resume goes on with, given no
+    message (``daemon/pending.py``); its turn count and working time start afresh."""
 
     pid: int = 0
     interrupted_calls: list[str] = []
     approval: str = ""
+    continues: str | UnsetType = UNSET
 
 
 class LogRepaired(Event, frozen=True, tag="log_repaired"):
@@ -547,6 +550,8 @@ class CompactionFinished(Event, frozen=True, tag="compaction_finished"):
     the estimated request size either side; ``cut_messages``: the oldest messages dropped
     without a summary because they did not fit (``context_cut`` says so too); ``usage``,
     ``cost_usd``, ``model``, ``provider``, ``latency_s``: the summarising call's.
+    ``applied`` False: the new start would not have been smaller (``tokens_after`` is its
+    size), so the history is kept as it was; the call's cost still counts.
     """
 
     keep_from: int = 0
@@ -562,6 +567,7 @@ class CompactionFinished(Event, frozen=True, tag="compaction_finished"):
     usage: dict[str, int] = {}
     cost_usd: float = 0.0
     latency_s: float = 0.0
+    applied: bool | UnsetType = UNSET
 
 
 class ContextCut(Event, frozen=True, tag="context_cut"):

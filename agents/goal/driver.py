@@ -18,6 +18,7 @@ result was not logged, and the evaluator is never asked twice for one judgment.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ class GoalDriver:
         self._evaluator = evaluator
         self._kick = kick
         agent.extra_limit = self.limit
+        agent.extra_wall_left = self.wall_left
 
     # -- the person's commands ----------------------------------------------------------
 
@@ -119,6 +121,12 @@ class GoalDriver:
             return None
         kind, why = self.state.exhausted()
         return Outcome(kind, message=why) if kind else None
+
+    def wall_left(self) -> float:
+        """Seconds left of the goal's wall time (``inf``: no active goal, or no cap): the
+        working agent's running tool is interrupted when they pass."""
+        st = self.state
+        return st.max_wall_s - st.wall_s() if st.active and st.max_wall_s else math.inf
 
     async def drive(self, work: Callable[[], Awaitable[Outcome]]) -> Outcome:
         """Run ``work`` (a turn of the working agent) and judge it while a goal is active."""

@@ -201,6 +201,7 @@ class ResumeSession(_Msg, tag="resume_session"):
     model: str = ""  # switch to this model from the next request (``model_switched``); empty keeps it
     max_wall_s: float = 0.0
     approve_plan: bool = False  # as StartSession.approve_plan: approves a plan waiting for approval
+    budget_usd: float = 0.0  # caps what this run spends from now on (0: none; a session's cap is not kept)
 
 
 class Replay(_Msg, tag="replay"):
@@ -507,7 +508,8 @@ class Compacted(_Msg, tag="compacted"):
     """The answer to ``Compact``: ``done`` when the context was compacted now (its
     estimated size before and after, in tokens); otherwise ``message`` says why not (the
     session is in a turn and compacts before its next model call; nothing to summarise;
-    the summarising call failed)."""
+    the summarising call failed, ``failed``; the summary would not have made it smaller, not
+    applied, with the sizes it would have had)."""
 
     id: int
     session_id: str
@@ -515,6 +517,7 @@ class Compacted(_Msg, tag="compacted"):
     tokens_before: int = 0
     tokens_after: int = 0
     message: str = ""
+    failed: bool = False
 
 
 class SessionStarted(_Msg, tag="session_started"):

@@ -1,4 +1,5 @@
-"""``--max-wall``: a wall-time limit checked before each model call, kept across a resume."""
+"""``--max-wall``: a wall-time limit checked before each model call and passing while a tool
+runs (the tool is interrupted then), kept across a resume."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ def test_a_run_stops_before_the_next_model_call_once_the_wall_time_is_spent(
     assert result["exit_reason"] == "max_wall" and "--max-wall limit is 1 s" in result["message"], result
     events = _events(musec, result["session_id"])
     assert events[0]["max_wall_s"] == 1.0
-    assert [e["type"] for e in events].count("model_request") == 1  # checked before the second call
-    assert next(e for e in events if e["type"] == "tool_finished")["content"].startswith("slept")
+    assert [e["type"] for e in events].count("model_request") == 1  # no second call
+    # The 1.5 s command was cut off when the 1 s passed, not run to its end.
+    assert [e["type"] for e in events if e["type"] in ("tool_finished", "tool_interrupted")] == ["tool_interrupted"]
 
     # Resumed with a new message: the session's limit is kept, counted afresh for the message.
     again = musec("run", "--resume", result["session_id"], "--output-format", "json", "go on", cwd=buggy_repo)

@@ -56,10 +56,10 @@ def _read_until(proc: subprocess.Popen[bytes], needle: bytes, timeout_s: float =
     return seen
 
 
-def _orphan(musec: Musec, cwd: Path, model: str, *, still_live: bool = True) -> str:
+def _orphan(musec: Musec, cwd: Path, model: str, *options: str, still_live: bool = True) -> str:
     """An interactive session that answered one message, whose client was then killed
     (kill -9): it is live and idle in the daemon with no client. Returns its id."""
-    proc = subprocess.Popen([str(BIN / "musec"), "--model", model, "--approval", "auto"], cwd=cwd, env=musec.env,
+    proc = subprocess.Popen([str(BIN / "musec"), "--model", model, "--approval", "auto", *options], cwd=cwd, env=musec.env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         assert proc.stdin is not None
@@ -99,6 +99,30 @@ def test_run_resume_takes_over_a_session_whose_client_was_killed(musec: Musec, b
     assert events[-1]["type"] == "session_ended"
     assert musec("log", "verify", sid).returncode == 0
     assert sid not in json.loads(musec("daemon", "status", "--json").stdout)["sessions"]
+
+
+def test_a_headless_take_over_with_nothing_pending_is_refused_and_leaves_the_session(
+        musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    """Fresh-user finding F-3 for a live session: a headless take-over with no message and
+    nothing pending is refused (exit 2, one line); the session stays live and idle (it was
+    ended ``finished`` before)."""
+    sid = _orphan(musec, buggy_repo, _script(tmp_path, [[{"text": "first answer"}]]))
+    refused = musec("run", "--resume", sid, cwd=buggy_repo)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "nothing pending" in refused.stderr
+    assert _live_status(musec, sid) == "idle" and _events(musec, sid)[-1]["type"] == "turn_ended"
+
+
+def test_a_headless_take_over_with_no_message_goes_on_with_a_stopped_turn(
+        musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    model = _script(tmp_path, [[{"text": "first answer"}, {"tool": "bash", "input": {"command": "echo hi"}}],
+                               [{"expect_result": "hi"}, {"text": "went on"}]])
+    sid = _orphan(musec, buggy_repo, model, "--max-turns", "1")
+    assert [e["exit_reason"] for e in _events(musec, sid) if e["type"] == "turn_ended"] == ["max_turns"]
+    resumed = musec("run", "--resume", sid, "--output-format", "json", cwd=buggy_repo)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert json.loads(resumed.stdout)["result"] == "went on"
+    assert [e.get("continues") for e in _events(musec, sid) if e["type"] == "session_resumed"] == ["max_turns"]
 
 
 def test_a_session_with_no_client_and_no_work_ends_after_the_idle_timeout(

@@ -1,0 +1,66 @@
+"""Ctrl-C on a headless `musec run` (fresh-user finding F-9): the first interrupts the turn
+and the session then ends; the second stops waiting for that, and says so. Its old hint
+("Ctrl-C again to leave it running") promised a session left running that was in fact
+interrupted. Real daemon, real signals; the session's end is held back by a SessionEnd hook
+waiting for a file, so the second Ctrl-C surely comes before it."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.conftest import BIN, Musec
+
+
+def _read_until(stream: object, needle: bytes, timeout_s: float = 60) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout_s
+    fd = stream.fileno()  # type: ignore[attr-defined]
+    while needle not in seen:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, f"no {needle!r} in {timeout_s} s; got {seen!r}"
+        chunk = os.read(fd, 65536)
+        assert chunk, f"closed before {needle!r}; got {seen!r}"
+        seen += chunk
+    return seen
+
+
+def test_the_second_ctrl_c_stops_waiting_and_the_session_ends_interrupted(
+        musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    config = musec.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        f'[[hooks.SessionEnd]]\ncommand = "while [ ! -e {gate} ]; do sleep 0.05; done"\nsandbox = false\n')
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "sleep 60; echo slept"}}],
+                                            [{"text": "never"}]]}))
+    proc = subprocess.Popen([str(BIN / "musec"), "run", "--model", f"scripted:{script}", "--approval", "auto",
+                             "--agents", "none", "slow"], cwd=buggy_repo, env=musec.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = _read_until(proc.stderr, b"\n").decode()
+        assert first.startswith("session "), first
+        sid = first.split()[1]
+        _read_until(proc.stdout, b"sleep 60")  # the tool runs
+        proc.send_signal(signal.SIGINT)
+        said = _read_until(proc.stderr, b"Ctrl-C again: stop waiting for it").decode()
+        assert "interrupting the turn; the session then ends" in said
+        assert "leave it running" not in said
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=30)
+        assert proc.returncode == 130, rest.decode()
+        assert f"not waiting; the daemon ends session {sid} once its turn has stopped" in rest.decode()
+    finally:
+        gate.write_text("")
+        proc.kill()
+    # The session was interrupted, not left running: it ends so once the hook lets it.
+    follow = musec("attach", sid, "--output-format", "stream-json", timeout=60)
+    events = [json.loads(line) for line in follow.stdout.splitlines()]
+    assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "interrupted", events[-1]
+    assert [e["type"] for e in events].count("tool_interrupted") == 1
