@@ -88,72 +88,94 @@ def follow_run(
 
     ``events``, when given, collects every logged event (decoded) as it arrives;
     ``info`` gets the ``session_id`` and ``log_path``. A cut-off (``Resync``) re-attaches
-    from the last event read; the daemon going away exits 5 at once.
+    from the last event read; the daemon going away exits 5 at once. Ctrl-C, wherever it
+    lands, interrupts the turn (the session then ends); a second one stops waiting.
     """
-    info = {} if info is None else info
-    conn.send(req)
-    renderer = Renderer(sys.stdout, turn_ends=False)  # the end is said once, by finish_run
-    stream = SessionStream(conn, req.id)
-    interrupted = False
+    follower = _Follower(conn, req, output_format, events, {} if info is None else info, quiet)
     while True:
         try:
-            msg = conn.recv()
+            code = follower.step()
         except KeyboardInterrupt:
-            if interrupted:
-                return stop_waiting(stream.session_id)
-            interrupted = True
-            if stream.session_id:  # else sent as soon as the session's id is known
-                conn.send(p.Interrupt(id=conn.next_id(), session_id=stream.session_id))
-            err(f"\n{INTERRUPTING}")
-            continue
+            code = follower.ctrl_c()
+        if code is not None:
+            return code
+
+
+class _Follower:
+    """``follow_run``'s state: one ``step`` per daemon message, ``ctrl_c`` per Ctrl-C."""
+
+    def __init__(self, conn: Connection, req: p.StartSession | p.ResumeSession, output_format: OutputFormat,
+                 events: list[dict[str, Any]] | None, info: dict[str, str], quiet: bool) -> None:
+        self.conn, self.req, self.output_format, self.events, self.info, self.quiet = conn, req, output_format, events, info, quiet
+        self.renderer = Renderer(sys.stdout, turn_ends=False)  # the end is said once, by finish_run
+        self.stream = SessionStream(conn, req.id)
+        self.interrupted = False
+        self.sent = False
+
+    def ctrl_c(self) -> int | None:
+        """The first Ctrl-C interrupts the turn (sent once the session's id is known); the
+        second stops waiting (exit 130)."""
+        if self.interrupted:
+            return stop_waiting(self.stream.session_id)
+        self.interrupted = True
+        if self.stream.session_id:
+            self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=self.stream.session_id))
+        err(f"\n{INTERRUPTING}")
+        return None
+
+    def step(self) -> int | None:
+        """Send the request (the first time), read one message and show it; the exit code
+        once the session has ended (or the daemon refused or went away), else ``None``."""
+        if not self.sent:
+            self.sent = True
+            self.conn.send(self.req)
+        try:
+            msg = self.conn.recv()
         except DaemonLost as exc:
-            if exc.daemon_alive:
-                again = f"; follow the session again with `musec attach {stream.session_id}`" if stream.session_id else ""
-                err(f"musec: {exc}{again}")
-            elif stream.session_id:
-                err(f"musec: the daemon stopped during session {stream.session_id}; nothing acknowledged is lost. "
-                    f"Go on with `musec run --resume {stream.session_id}`")
-            else:
-                err("musec: the daemon stopped; check `musec daemon status`")
-            return for_condition(Condition.DAEMON_LOST)
+            return self._lost(exc)
+        return self._handle(msg)
+
+    def _lost(self, exc: DaemonLost) -> int:
+        sid = self.stream.session_id
+        if exc.daemon_alive:
+            again = f"; follow the session again with `musec attach {sid}`" if sid else ""
+            err(f"musec: {exc}{again}")
+        elif sid:
+            err(f"musec: the daemon stopped during session {sid}; nothing acknowledged is lost. "
+                f"Go on with `musec run --resume {sid}`")
+        else:
+            err("musec: the daemon stopped; check `musec daemon status`")
+        return for_condition(Condition.DAEMON_LOST)
+
+    def _handle(self, msg: p.DaemonMsg) -> int | None:
+        text = self.output_format == "text"
         match msg:
             case p.Error():
-                if msg.id in (req.id, 0):
+                if msg.id in (self.req.id, 0):
                     err(f"musec: {msg.message}")
                     return for_error(msg.code)
-                if output_format == "text":  # the answer to an Interrupt sent here
+                if text:  # the answer to an Interrupt sent here
                     err(f"musec: {msg.message}")
             case p.SessionStarted():
-                stream.session_id = msg.session_id
-                info.update(session_id=msg.session_id, log_path=msg.log_path)
-                if interrupted:  # Ctrl-C before the id was known: the daemon interrupts its first turn
-                    conn.send(p.Interrupt(id=conn.next_id(), session_id=msg.session_id))
-                if output_format == "text" and not quiet:
+                self.stream.session_id = msg.session_id
+                self.info.update(session_id=msg.session_id, log_path=msg.log_path)
+                if self.interrupted:  # Ctrl-C before the id was known: the daemon interrupts its first turn
+                    self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=msg.session_id))
+                if text and not self.quiet:
                     verb = "resumed" if msg.resumed else "session"
                     cut = f" ({len(msg.interrupted_calls)} interrupted call(s) answered as interrupted)" if msg.interrupted_calls else ""
                     err(f"{verb} {msg.session_id}{cut}")
             case p.Event():
-                ev = stream.event(msg)
-                if ev is None:
-                    continue
-                if events is not None:
-                    events.append(ev)
-                note = (ev.get("trust") or {}).get("note") if msg.seq == 0 and isinstance(ev.get("trust"), dict) else None
-                if note:
-                    err(f"musec: {note}")
-                if output_format == "stream-json":
-                    out_json_line(msg.line)
-                elif output_format == "text":
-                    renderer.event(ev)
+                self._event(msg)
             case p.Delta():
-                if output_format == "text":
-                    renderer.delta(msg.text, msg.kind, msg.agent)
+                if text:
+                    self.renderer.delta(msg.text, msg.kind, msg.agent)
             case p.Resync():
-                if output_format == "text" and not quiet:
-                    renderer.resynced()
-                stream.reattach(msg)
+                if text and not self.quiet:
+                    self.renderer.resynced()
+                self.stream.reattach(msg)
             case p.SessionEnded():
-                return finish_run(output_format, stream.ended(msg))
+                return finish_run(self.output_format, self.stream.ended(msg))
             case p.Idle():
                 pass  # a headless session ends by itself when idle (end_when_idle)
             case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
@@ -161,6 +183,21 @@ def follow_run(
                 pass  # replies to requests this loop does not make
             case _:
                 assert_never(msg)
+        return None
+
+    def _event(self, msg: p.Event) -> None:
+        ev = self.stream.event(msg)
+        if ev is None:
+            return
+        if self.events is not None:
+            self.events.append(ev)
+        note = (ev.get("trust") or {}).get("note") if msg.seq == 0 and isinstance(ev.get("trust"), dict) else None
+        if note:
+            err(f"musec: {note}")
+        if self.output_format == "stream-json":
+            out_json_line(msg.line)
+        elif self.output_format == "text":
+            self.renderer.event(ev)
 
 
 INTERRUPTING = "musec: interrupting the turn; the session then ends (Ctrl-C again: stop waiting for it)"
@@ -168,12 +205,14 @@ INTERRUPTING = "musec: interrupting the turn; the session then ends (Ctrl-C agai
 
 def stop_waiting(session_id: str) -> Exit:
     """A second Ctrl-C: exit 130 at once. The interrupt asked for goes on in the daemon,
-    which ends the session when its turn has stopped; the line says where to see it."""
+    which ends the session when its turn has stopped; the line says where to see it. (Before
+    the session's id came back no interrupt could be sent: a session that did start runs on.)"""
     if session_id:
         err(f"musec: not waiting; the daemon ends session {session_id} once its turn has stopped "
             f"(`musec log {session_id}` shows it)")
     else:
-        err("musec: not waiting; the session ends in the daemon as soon as it has started (`musec sessions` lists it)")
+        err("musec: stopped before the session had started; if it did, it runs on in the daemon "
+            "(`musec sessions` lists it, `musec attach ID` follows it)")
     return for_condition(Condition.INTERRUPTED)
 
 

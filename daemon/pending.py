@@ -72,7 +72,8 @@ def stopped_live_turn(session: Session, req: p.ResumeSession, sid: str) -> str:
 
 def _nothing_pending(sid: str, last_stop: str, again: str) -> BadRequest:
     ended = f"its last turn ended {last_stop}" if last_stop else "it has no turn to go on with"
-    return BadRequest(f'session {sid} has nothing pending ({ended}); give the next message: {again} "MESSAGE"')
+    goal = f' (a paused goal: {again} "/goal resume")' if last_stop == "goal_unmet" else ""
+    return BadRequest(f'session {sid} has nothing pending ({ended}); give the next message: {again} "MESSAGE"{goal}')
 
 
 def settle_asked(session: Session, state: ResumeState, mode_given: bool) -> None:

@@ -64,3 +64,35 @@ def test_the_second_ctrl_c_stops_waiting_and_the_session_ends_interrupted(
     events = [json.loads(line) for line in follow.stdout.splitlines()]
     assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "interrupted", events[-1]
     assert [e["type"] for e in events].count("tool_interrupted") == 1
+
+
+def test_a_ctrl_c_before_the_first_turn_interrupts_it(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    """The Ctrl-C comes while the session starts (a SessionStart hook holds it back): the
+    daemon had no turn to cancel and dropped the interrupt, so the task then ran in full."""
+    gate = tmp_path / "gate"
+    config = musec.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        f'[[hooks.SessionStart]]\ncommand = "while [ ! -e {gate} ]; do sleep 0.05; done"\nsandbox = false\n')
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "sleep 60; echo slept"}}],
+                                            [{"text": "never"}]]}))
+    proc = subprocess.Popen([str(BIN / "musec"), "run", "--model", f"scripted:{script}", "--approval", "auto",
+                             "--agents", "none", "slow"], cwd=buggy_repo, env=musec.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = _read_until(proc.stderr, b"\n").decode()
+        assert first.startswith("session "), first
+        sid = first.split()[1]
+        proc.send_signal(signal.SIGINT)  # the session exists; its first turn has not begun
+        _read_until(proc.stderr, b"interrupting the turn")
+        gate.write_text("")
+        _, rest = proc.communicate(timeout=60)
+    finally:
+        gate.write_text("")
+        proc.kill()
+    assert proc.returncode == 130, rest.decode()
+    events = [json.loads(line) for line in musec("log", sid, "--json").stdout.splitlines()]
+    # The turn was cancelled as it began: the command never ran to its end (it would take 60 s).
+    assert not [e for e in events if e["type"] == "tool_finished"]
+    assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "interrupted"
