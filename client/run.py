@@ -62,6 +62,9 @@ def check_options(args: argparse.Namespace) -> None:
         if args.resume and args.workspace:
             raise UsageError("--workspace picks the latest session of a workspace for --continue; "
                              "--resume ID names the session itself")
+    elif args.plan and not args.approve_plan and args.goal is not None:
+        raise UsageError("--plan only plans (the run ends with the plan), so a --goal would never be worked on; "
+                         "add --approve-plan to carry the plan out, or plan first, then resume with the message \"/goal CONDITION\"")
     elif args.approve_plan and not (args.plan or args.grill or args.approval == "plan"):
         raise UsageError('--approve-plan approves a plan: use it with --plan (musec run --plan --approve-plan "TASK") '
                          "or to carry out a resumed session's plan (musec run --resume ID --approve-plan)")

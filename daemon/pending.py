@@ -33,14 +33,21 @@ UNFINISHED_STOPS = frozenset({"max_turns", "budget", "max_wall", "interrupted", 
 
 
 def stopped_turn(session: Session, state: ResumeState, req: p.ResumeSession, sid: str, *, mid_turn: bool) -> str:
-    """The stop whose turn a headless resume with no message goes on with; "" when the
-    resume has a message, a client, or a turn to finish anyway (``mid_turn``).
+    """The stop whose turn this resume goes on with: that of a turn with calls still to
+    answer (``mid_turn``: an approval stop), or, for a headless resume with no message, that
+    of any turn a stop left unfinished; "" for a crash (its turn goes on as it was, its
+    limits still counting), and when a message or a client gives the next turn.
 
     Raises:
-        BadRequest: nothing is pending: the session's last turn finished, or its plan waits
-            for ``--approve-plan`` (the message says what to give).
+        BadRequest: a headless resume with no message and nothing pending: the session's
+            last turn finished, or its plan waits for ``--approve-plan`` (the message says
+            what to give).
     """
-    if mid_turn or req.task or req.interactive:
+    if state.in_turn:
+        return ""
+    if mid_turn:
+        return state.last_stop if state.last_stop in UNFINISHED_STOPS else ""
+    if req.task or req.interactive:
         return ""
     plan = session.plan
     again = f"musec run --resume {sid}" if req.session_id else "musec run --continue"

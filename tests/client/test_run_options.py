@@ -20,6 +20,7 @@ OTHER_SANDBOX = "bwrap" if sys.platform == "darwin" else "seatbelt"
 @pytest.mark.parametrize(("argv", "says"), [
     (["--sandbox", OTHER_SANDBOX, "task"], f"--sandbox {OTHER_SANDBOX}: "),
     (["--approve-plan", "task"], "--approve-plan approves a plan"),
+    (["--plan", "--goal", "tests pass", "task"], "--plan only plans"),
     (["--resume", "abc", "--sandbox", "off"], "--sandbox is set when a session starts"),
     (["--continue", "--agents", "none"], "--agents is set when a session starts"),
     (["--continue", "--agents-model", "scripted:x"], "--agents-model is set when a session starts"),
