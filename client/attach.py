@@ -1,7 +1,8 @@
 """``musec attach ID``: join a live session from another terminal. It prints the events
-until the session ends and exits with the session's exit code; in a terminal it answers
-approvals too (the first answer from any attached client wins), and when the agent is
-idle it gives the prompt, so a session whose client went away can be continued."""
+until the session ends and exits with the session's exit code; in a terminal it follows
+the session as the client that started it does (``interactive.attached_prompt``): every
+turn live whoever started it, its approvals answered here too (the first answer from any
+attached client wins), the prompt when the agent is idle."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from typing import assert_never
 
 from musec.daemon import protocol as p
 
-from .approvals import ApprovalDesk
 from .connection import connect
 from .exitcodes import Exit, for_error, for_reason
 from .output import err, out_json_line
@@ -29,9 +29,13 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
     banner = ("" if not text else "(attached; you can answer approvals here, the first answer from any terminal wins, "
                                   "and send messages when the agent is idle; leaving leaves the session running)"
               if answering else "(attached; stdin is not a terminal, so approvals are answered elsewhere)")
+    if answering:  # a terminal: the stream live, its approvals asked, the prompt when the agent is idle
+        from .interactive import attached_prompt
+
+        return attached_prompt(conn, args, req.id, banner, _say_end)
     renderer = Renderer(sys.stdout, rich=True)
+    renderer.messages = True  # the transcript shows what the person asked
     stream = SessionStream(conn, req.id)
-    desk = ApprovalDesk(conn, renderer.answered, lambda: renderer.notify("an approval is needed"), renderer.show_diff)
     while True:
         msg = conn.recv()
         match msg:
@@ -49,9 +53,7 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
                 if not text:
                     out_json_line(msg.line)
                     continue
-                renderer.event(ev)
-                if answering:
-                    desk.on_event(msg, ev)
+                renderer.event(ev, backlog=msg.backlog)
             case p.Delta():
                 if text:
                     renderer.delta(msg.text, msg.kind, msg.agent)
@@ -62,19 +64,17 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
             case p.SessionEnded():
                 end = stream.ended(msg)
                 if text:
-                    err(f"musec: session {end.session_id} {'was not live' if end.exit_reason == 'not_live' else 'ended'}: "
-                        f"{end.exit_reason}" + (f" ({end.message})" if end.message else ""))
+                    _say_end(end)
                 return for_reason(end.exit_reason)
-            case p.Idle():
-                if answering:  # the agent waits for a message: this terminal may send it
-                    from .interactive import attached_prompt
-
-                    if banner:
-                        err(banner)
-                    return attached_prompt(conn, args, renderer, stream)
-            case (p.SessionStarted() | p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
+            case (p.Idle() | p.SessionStarted() | p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
                   | p.ReplayResult() | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied()
                   | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply() | p.PlanReport()):
                 pass  # Ok answers an approval sent here; the rest answer nothing this loop asks (pieces come joined)
             case _:
                 assert_never(msg)
+
+
+def _say_end(end: p.SessionEnded) -> None:
+    """How the followed session ended (``not_live``: it had ended before attach)."""
+    err(f"musec: session {end.session_id} {'was not live' if end.exit_reason == 'not_live' else 'ended'}: "
+        f"{end.exit_reason}" + (f" ({end.message})" if end.message else ""))

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -137,28 +138,53 @@ class Connection:
         expected = p.REPLY[type(msg)]
         self.send(msg)
         count = 0
-        while True:
-            try:
-                reply = self.recv(timeout_s)
-            except TimeoutError:
-                raise DaemonBusy(f"the daemon sent nothing for {timeout_s:g} s of {type(msg).__name__}; it may "
-                                 "still be working on it: try again, or see `musec daemon status`") from None
-            if getattr(reply, "id", None) not in (msg.id, 0):
-                continue  # another request's or a followed session's message
-            if isinstance(reply, p.Error):
-                raise RequestFailed(reply.code, reply.message)
-            if isinstance(reply, p.Event):
-                count += 1
-                yield reply
-                continue
-            if not isinstance(reply, expected):
-                raise ProtocolMismatch(f"the daemon answered {type(msg).__name__} with {type(reply).__name__}; it may be "
-                                       "another version: `musec daemon status`")
-            if getattr(reply, "events", count) != count:
-                raise ProtocolMismatch(f"the daemon said it sent {reply.events} events but {count} came; "
-                                       "try again, or see `musec daemon status`")
-            self.last_reply = reply
-            return
+        with self._holding() as held:
+            while True:
+                try:
+                    reply = self.recv(timeout_s)
+                except TimeoutError:
+                    raise DaemonBusy(f"the daemon sent nothing for {timeout_s:g} s of {type(msg).__name__}; it may "
+                                     "still be working on it: try again, or see `musec daemon status`") from None
+                if getattr(reply, "id", None) not in (msg.id, 0):
+                    if _is_stream(reply):
+                        held.append(reply)  # a followed session's message: kept for ``recv``
+                    continue  # another request's reply
+                if isinstance(reply, p.Error):
+                    raise RequestFailed(reply.code, reply.message)
+                if isinstance(reply, p.Event):
+                    count += 1
+                    yield reply
+                    continue
+                if not isinstance(reply, expected):
+                    raise ProtocolMismatch(f"the daemon answered {type(msg).__name__} with {type(reply).__name__}; it may be "
+                                           "another version: `musec daemon status`")
+                if getattr(reply, "events", count) != count:
+                    raise ProtocolMismatch(f"the daemon said it sent {reply.events} events but {count} came; "
+                                           "try again, or see `musec daemon status`")
+                self.last_reply = reply
+                return
+
+    @contextmanager
+    def _holding(self) -> Iterator[list[p.DaemonMsg]]:
+        """A list for the session-stream messages that come while a request waits for its
+        reply; they are put back, in order, before anything read later, for ``recv``."""
+        held: list[p.DaemonMsg] = []
+        try:
+            yield held
+        finally:
+            self._ready[0:0] = held
+
+    def has_ready(self) -> bool:
+        """Whether messages already read wait for ``recv`` (the socket then need not be
+        readable for there to be something to handle)."""
+        return bool(self._ready)
+
+    def take_ready(self) -> list[p.DaemonMsg]:
+        """Every message the daemon has sent so far, without blocking (``pending``), taken
+        off the queue: ``recv`` will not return them again."""
+        self.pending()
+        taken, self._ready = self._ready, []
+        return taken
 
     def pending(self) -> list[p.DaemonMsg]:
         """Read what the daemon has sent so far without blocking; the messages stay queued
@@ -198,6 +224,12 @@ class Connection:
         """
         expected = p.REPLY[type(msg)]
         self.send(msg)
+        with self._holding() as held:
+            return self._reply(msg, expected, timeout_s, on_wait, held)
+
+    def _reply(self, msg: Any, expected: type, timeout_s: float | None, on_wait: Callable[[float], None] | None,
+               held: list[p.DaemonMsg]) -> Any:
+        """``request``'s wait for the reply; a session stream's messages go to ``held``."""
         started = time.monotonic()
         while True:
             waited = time.monotonic() - started
@@ -221,7 +253,7 @@ class Connection:
                     if reply.id in (msg.id, 0):
                         raise RequestFailed(reply.code, reply.message)
                 case p.Event() | p.EventPart() | p.Delta() | p.Idle() | p.SessionEnded() | p.Resync() | p.SessionStarted():
-                    pass  # a session stream, not this reply
+                    held.append(reply)  # a session stream's, not this reply: kept for ``recv``
                 case p.Hello():
                     raise ProtocolMismatch("the daemon sent a second Hello; restart it with `musec daemon stop`")
                 case (p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
@@ -242,6 +274,11 @@ class Connection:
             self.sock.close()
         except OSError:
             pass
+
+
+def _is_stream(msg: p.DaemonMsg) -> bool:
+    """Whether ``msg`` belongs to a followed session's stream (not a request's reply)."""
+    return isinstance(msg, p.Event | p.EventPart | p.Delta | p.Idle | p.SessionEnded | p.Resync | p.SessionStarted)
 
 
 def daemon_alive(pid: int, wait_s: float = 2.0) -> bool:

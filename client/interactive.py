@@ -14,22 +14,21 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from typing import assert_never
 
 from musec.daemon import protocol as p
 
-from .approvals import ApprovalDesk, ask_trust
+from .approvals import ask_trust
 from .connection import Connection, connect
 from .errors import DaemonLost, NothingToResume, UsageError
 from .exitcodes import OK, Condition, Exit, for_condition, for_error, for_reason
-from .keys import EscWatch
+from .interactive_follow import TurnFollower
+from .interactive_input import Woken
 from .output import err, out
 from .quick import age
 from .render import Renderer
 from .requests import credentials, resolve_workspace, secret_env, secret_values, start_request
 from .slash import Context, run_command
 from .status import SessionStatus
-from .stream import SessionStream
 from .version import __version__
 
 BANNER = ("musec {version} · {model} · approval {approval} · {workspace}\n"
@@ -48,13 +47,16 @@ def lost(exc: DaemonLost, session_id: str = "") -> None:
         err("musec: the daemon stopped; check `musec daemon status`")
 
 
-def _prompt_reader(status: SessionStatus, slash: set[str], workspace: str) -> Callable[[], str]:
-    """A prompt: history across sessions, completion, Alt-Enter for a new line, the status line."""
+def _prompt_reader(status: SessionStatus, slash: set[str], workspace: str, wake_fd: int) -> Callable[[str], str]:
+    """A prompt: history across sessions, completion, Alt-Enter for a new line, the status
+    line; it gives way (``Woken``) when the daemon sends something (``wake_fd``)."""
     if not sys.stdin.isatty():
-        return lambda: input("› ")
+        from .interactive_input import line_reader
+
+        return line_reader(wake_fd)
     from .prompt import make_prompt
 
-    return make_prompt(status, slash, workspace)
+    return make_prompt(status, slash, workspace, wake_fd)
 
 
 def cmd_interactive(args: argparse.Namespace) -> Exit:
@@ -81,13 +83,18 @@ def _print_extensions(conn: Connection, workspace: str) -> set[str]:
 
 def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollower | None = None,
                 *, end_on_leave: bool = True) -> Exit:
-    """Read the person's messages and show each turn, until /exit, Ctrl-D or Ctrl-C.
+    """Read the person's messages and show the session, until /exit, Ctrl-D or Ctrl-C, or
+    until the session ends (then with its exit code).
 
-    ``follower`` follows a session already open on ``conn`` (a resumed or attached one);
-    without it a new session starts from ``args``. ``end_on_leave``: leaving ends the
-    session (not so for ``musec attach``, which leaves it to its other clients).
+    The session's stream is read all the time (``TurnFollower``): a turn started anywhere
+    (here, in another terminal, by a goal) is shown live, with the spinner instead of the
+    prompt until the agent is idle. ``follower`` follows a session already open on
+    ``conn`` (a resumed or attached one); without it a new session starts from ``args``.
+    ``end_on_leave``: leaving ends the session (not so for ``musec attach``, which leaves
+    it to its other clients).
     """
     renderer = follower.renderer if follower is not None else Renderer(sys.stdout, rich=True)
+    renderer.messages = True
     status = follower.status if follower is not None else SessionStatus()
     slash: set[str] = set()
     session_id = follower.stream.session_id if follower is not None else ""
@@ -108,17 +115,40 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             return for_condition(Condition.DAEMON_LOST)
         if not session_id:
             return for_error(follower.error_code) if follower.error_code else for_condition(Condition.USAGE)
-    models = _catalog(conn, status)
-    read = _prompt_reader(status, slash, workspace)
+    models: list[p.ModelInfo] | None = None
+    read = _prompt_reader(status, slash, workspace, conn.sock.fileno())
+    typed = ""  # what was typed when the prompt gave way to the session's stream
     while True:
         try:
-            text = read()
+            follower.drain()  # what came while the prompt (or a slash command) waited
+            if follower.busy and follower.ended is None:
+                follower.follow()
+        except DaemonLost as exc:
+            lost(exc, session_id)
+            return for_condition(Condition.DAEMON_LOST)
+        if follower.ended is not None:
+            return follower.exit_code
+        if follower.error_code and not follower.session_id:  # an attach the daemon refused
+            return for_error(follower.error_code)
+        session_id = follower.session_id or session_id
+        if models is None and status.model:
+            models = _catalog(conn, status)
+        if conn.has_ready():
+            continue  # read with the last reply, or while the catalog was asked for: shown first
+        try:
+            text = read(typed)
+        except Woken as woken:
+            typed = woken.text
+            continue
         except (EOFError, KeyboardInterrupt):
             break
+        typed = ""
         if not text.strip():
             continue
+        if sys.stdin.isatty():
+            renderer.person(text)  # the prompt is erased when done: the message stays above
         if text.strip().startswith("/"):
-            ctx = Context(conn, session_id, status, workspace, renderer.last_result, {"models": models}, slash)
+            ctx = Context(conn, session_id, status, workspace, renderer.last_result, {"models": models or []}, slash)
             try:
                 outcome = run_command(text.strip(), ctx)
             except DaemonLost as exc:
@@ -139,16 +169,16 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
                 return _resume_on(conn, _resume_args(args, target), back_to=session_id)
             if outcome.action == "stay":
                 continue
-        conn.send(p.UserInput(id=conn.next_id(), session_id=session_id, text=text,
-                              credentials=credentials(), client_msg_id=uuid.uuid4().hex))
-        renderer.start_wait()
+        msg_id = uuid.uuid4().hex
+        sent = p.UserInput(id=conn.next_id(), session_id=session_id, text=text,
+                           credentials=credentials(), client_msg_id=msg_id)
         try:
-            session_id = follower.follow()
+            conn.send(sent)
         except DaemonLost as exc:
             lost(exc, session_id)
             return for_condition(Condition.DAEMON_LOST)
-        if session_id == "":
-            return follower.exit_code
+        follower.sent(sent.id, msg_id)
+        renderer.start_wait()
     return _end(conn, session_id) if end_on_leave else OK
 
 
@@ -199,13 +229,17 @@ def _end(conn: Connection, session_id: str) -> Exit:
     return OK
 
 
-def attached_prompt(conn: Connection, args: argparse.Namespace, renderer: Renderer, stream: SessionStream) -> Exit:
-    """``musec attach ID`` in a terminal, once the session's agent is idle: the prompt, as
-    for the client that started it, on the stream attach has followed so far (issue 13
-    case 6: a session whose client went away is taken over). Leaving leaves the session
-    running, for its other clients and the daemon's idle timeout."""
-    follower = TurnFollower(conn, stream.request_id, renderer)
-    follower.stream = stream
+def attached_prompt(conn: Connection, args: argparse.Namespace, request_id: int, banner: str,
+                    on_end: Callable[[p.SessionEnded], None]) -> Exit:
+    """``musec attach ID`` in a terminal: the session's backlog, then its stream live and
+    the prompt when the agent is idle, as for the client that started it (issue 13 case 6:
+    a session whose client went away is taken over). Its pending approvals are asked here.
+    Leaving leaves the session running, for its other clients and the daemon's idle
+    timeout; the session's end ends this client with the session's exit code."""
+    renderer = Renderer(sys.stdout, rich=True)
+    follower = TurnFollower(conn, request_id, renderer, on_end=on_end)
+    follower.banner = banner
+    follower.busy = True  # until the daemon says the agent waits (``Idle`` after the backlog)
     for name, default in _SESSION_DEFAULTS:
         setattr(args, name, getattr(args, name, default))
     return prompt_loop(conn, args, follower, end_on_leave=False)
@@ -340,6 +374,7 @@ def _resume_on(conn: Connection, args: argparse.Namespace, back_to: str = "") ->
                           redact=secret_values(), redact_named=secret_env())
     conn.send(req)
     follower = TurnFollower(conn, req.id, Renderer(sys.stdout, rich=True))
+    follower.renderer.messages = True  # the transcript shows what the person asked
     session_id = follower.follow()
     follower.renderer.stop_wait(turn_over=True)
     if not session_id:
@@ -361,105 +396,3 @@ def _trust_asker(conn: Connection, req: p.StartSession) -> Callable[[str], None]
         conn.send(msgspec.structs.replace(req, id=req.id, trust=ask_trust(message), ask_trust=False))
 
     return on_trust
-
-
-class TurnFollower:
-    """Shows a session's turns: one ``follow`` call per turn, until the agent is idle.
-
-    Args:
-        conn: the connection.
-        request_id: the id of the request whose stream this is.
-        renderer: where events are shown.
-        on_trust: called with the message of a ``trust_required`` refusal (a new session).
-    """
-
-    def __init__(self, conn: Connection, request_id: int, renderer: Renderer,
-                 on_trust: Callable[[str], None] | None = None, status: SessionStatus | None = None) -> None:
-        self.conn = conn
-        self.renderer = renderer
-        self.on_trust = on_trust
-        self.status = status if status is not None else SessionStatus()
-        self.stream = SessionStream(conn, request_id)
-        self.desk = ApprovalDesk(conn, renderer.answered, self._before_ask, renderer.show_diff)
-        self.keys = EscWatch()
-        self.error_code = ""  # the code of the daemon's refusal to start or resume
-        self.exit_code: Exit = Exit.GOAL_UNMET  # set from the session's end, when it ended
-
-    def _before_ask(self) -> None:
-        self.keys.off()
-        self.renderer.stop_wait()
-        self.renderer.notify("an approval is needed")
-
-    def _interrupt(self) -> None:
-        self.renderer.stop_wait()
-        self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=self.stream.session_id))
-        out("\n[interrupting…]")
-
-    def follow(self) -> str:
-        """Show one turn until the agent is idle; return the session id ("" when the
-        session could not start or has ended)."""
-        try:
-            return self._follow()
-        finally:
-            self.keys.off()
-            self.renderer.stop_wait(turn_over=True)
-
-    def _follow(self) -> str:
-        interrupted = False
-        stream = self.stream
-        while True:
-            if stream.turn_ended_while_away:
-                stream.turn_ended_while_away = False
-                return stream.session_id
-            try:
-                if stream.session_id and not interrupted and self.keys.wait(self.conn):
-                    interrupted = True
-                    self._interrupt()
-                    continue
-                msg = self.conn.recv()
-            except KeyboardInterrupt:
-                if stream.session_id and not interrupted:
-                    interrupted = True
-                    self._interrupt()
-                    continue
-                raise
-            match msg:
-                case p.Error():
-                    self.renderer.stop_wait()
-                    if msg.code == "trust_required" and self.on_trust is not None and not stream.session_id:
-                        self.keys.off()  # the question is read line by line, echoed
-                        self.on_trust(msg.message)
-                        continue
-                    err(f"musec: {msg.message}")
-                    if not stream.session_id:
-                        self.error_code = msg.code
-                        return ""
-                case p.SessionStarted():
-                    stream.session_id = msg.session_id
-                case p.Event():
-                    ev = stream.event(msg)
-                    if ev is not None:
-                        self.status.fold(ev)
-                        self.renderer.event(ev)
-                        self.desk.on_event(msg, ev)
-                        if self.renderer.in_turn and not interrupted:
-                            self.renderer.start_wait()
-                case p.Delta():
-                    self.renderer.delta(msg.text, msg.kind, msg.agent)
-                case p.Resync():
-                    self.renderer.resynced()
-                    stream.reattach(msg)
-                case p.Idle():
-                    return stream.session_id
-                case p.SessionEnded():
-                    self.renderer.stop_wait(turn_over=True)
-                    reason = stream.ended(msg).exit_reason
-                    out(f"session ended: {reason}")
-                    self.exit_code = for_reason(reason)
-                    return ""
-                case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult()
-                      | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected()
-                      | p.StatusReply() | p.WorkspaceReport() | p.GoalReply() | p.PlanReport()):
-                    pass  # Ok answers a message or an approval sent here
-                case _:
-                    assert_never(msg)

@@ -14,8 +14,12 @@ from .slash import BUILTIN, history_path
 from .status import SessionStatus
 
 
-def make_prompt(status: SessionStatus, slash: set[str], workspace: str = ".") -> Callable[[], str]:
-    """A function that reads one message (raises EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C)."""
+def make_prompt(status: SessionStatus, slash: set[str], workspace: str = ".",
+                wake_fd: int | None = None) -> Callable[..., str]:
+    """A function that reads one message (raises EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C);
+    with ``wake_fd`` (the daemon's socket) it gives way when the daemon sends something
+    (``interactive_input.Woken``), taking what was typed as its argument the next time.
+    The prompt is erased when done: the client shows the message sent itself."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.key_binding import KeyBindings
 
@@ -29,8 +33,13 @@ def make_prompt(status: SessionStatus, slash: set[str], workspace: str = ".") ->
         history=prompt_history(), completer=_completer(workspace, slash), complete_while_typing=True,
         key_bindings=bindings, bottom_toolbar=lambda: " " + status.text(),
         prompt_continuation=lambda width, line_number, wrap_count: "… ".rjust(width),
+        erase_when_done=wake_fd is not None,
     )
-    return lambda: session.prompt("› ")
+    if wake_fd is None:
+        return lambda default="": session.prompt("› ", default=default)
+    from .interactive_input import prompt_until
+
+    return lambda default="": prompt_until(session, wake_fd, default)
 
 
 def prompt_history() -> Any:

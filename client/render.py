@@ -79,8 +79,10 @@ class Renderer:
         self._wait: Any = None  # rich's Status while a turn runs
         self._wait_started = 0.0
         self._tokens = self._tokens_exact = 0  # so far this turn: estimated from deltas, exact from usage
-        self.in_turn = False  # a turn of this client's runs (the spinner comes back after each event)
+        self.in_turn = False  # a turn runs (the spinner comes back after each event)
         self.long_turn_s = 10.0  # a turn longer than this rings the bell when it ends
+        self.messages = False  # show the person's messages (``user_message``): a terminal that follows a session
+        self.own_messages: set[str] = set()  # client_msg_ids of the messages typed here (already on the screen)
 
     @property
     def console(self) -> Any:
@@ -169,12 +171,34 @@ class Renderer:
         self._streamed = False
         self._skip_deltas = True
 
-    def event(self, ev: dict[str, Any]) -> None:  # noqa: C901 - one branch per event kind
-        """Show one logged event (a decoded log line)."""
+    def note(self, text: str) -> None:
+        """A line of the client's own (dim), between the session's events."""
+        self._line(self._c("2", safe(text)))
+
+    def person(self, text: str, who: str = "") -> None:
+        """A person's message as the prompt showed it: ``› text``, its further lines
+        indented (at most ``MESSAGE_LINES``), ``who`` sent it after it when not this terminal."""
+        lines = safe(text).rstrip().split("\n") or [""]
+        shown = lines[:MESSAGE_LINES]
+        if len(lines) > MESSAGE_LINES:
+            shown.append(f"… {len(lines) - MESSAGE_LINES} more lines")
+        for i, line in enumerate(shown):
+            tail = self._c("2", f"  ({who})") if who and i == len(shown) - 1 else ""
+            self._line(("› " if i == 0 else "  ") + line + tail)
+
+    def event(self, ev: dict[str, Any], *, backlog: bool = False) -> None:  # noqa: C901 - one branch per event kind
+        """Show one logged event (a decoded log line); ``backlog``: one read from the log
+        on resume or attach (history), not one that happens now."""
         kind = ev.get("type")
         agent = _s(ev, "agent", "main")
         prefix = "" if agent == "main" else self._c("35", f"[{agent}] ")
-        if kind == "model_response":
+        if kind == "user_message":
+            if self.messages and ev.get("client_msg_id") not in self.own_messages:
+                from_elsewhere = not backlog and bool(ev.get("client_msg_id"))
+                self.person(_s(ev, "text"), "from another terminal" if from_elsewhere else "")
+            for line in attachment_lines(ev):
+                self._line(prefix + "  " + self._c("33" if " not attached: " in line else "2", line))
+        elif kind == "model_response":
             usage = ev.get("usage")
             if isinstance(usage, dict) and isinstance(usage.get("output_tokens"), int):
                 self._tokens = self._tokens_exact = self._tokens_exact + usage["output_tokens"]
@@ -188,9 +212,6 @@ class Renderer:
                 self._line("")
             self._streamed = False
             self._skip_deltas = False
-        elif kind == "user_message":
-            for line in attachment_lines(ev):
-                self._line(prefix + "  " + self._c("33" if " not attached: " in line else "2", line))
         elif kind == "tool_started":
             self._line(prefix + self._c("36", "● ") + call_summary(ev.get("tool", "?"), _input(ev)))
         elif kind == "tool_finished":
@@ -335,6 +356,9 @@ def _size(n: int) -> str:
     if n < 1024 * 1024:
         return f"{n / 1024:.1f} KiB"
     return f"{n / (1024 * 1024):.1f} MiB"
+
+
+MESSAGE_LINES = 12  # lines of a person's message shown when it is replayed or comes from another terminal
 
 
 def goal_words(ev: dict[str, Any]) -> str:

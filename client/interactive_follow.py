@@ -1,0 +1,228 @@
+"""Following one session in a terminal, whoever drives it (the interactive client and
+``musec attach`` in a terminal).
+
+Every message of the session's stream is read as it comes, whether this terminal waits
+for a turn of its own or sits at the prompt (``interactive_input`` wakes the prompt when
+the daemon sends something): so a turn that another terminal started (a person's message,
+a goal's turns, an approval it asks for) is shown live here too, with the spinner instead
+of an idle prompt, and the end of the session ends this client with its exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, assert_never
+
+from musec.daemon import protocol as p
+
+from .approvals import ApprovalDesk
+from .connection import Connection
+from .exitcodes import Exit, for_reason
+from .keys import EscWatch
+from .output import err, out
+from .render import Renderer
+from .status import SessionStatus
+from .stream import SessionStream
+
+# Live events of the main agent that mean a turn runs (the agent works until ``Idle``).
+# ``approval_requested`` of any agent: its question is asked in the busy state.
+_TURN_EVENTS = frozenset({"user_message", "model_request", "model_response", "tool_started", "goal_checked"})
+
+
+class TurnFollower:
+    """Shows a session's stream: ``follow`` until the agent is idle, ``drain`` what came
+    while the prompt waited.
+
+    Args:
+        conn: the connection.
+        request_id: the id of the request whose stream this is.
+        renderer: where events are shown.
+        on_trust: called with the message of a ``trust_required`` refusal (a new session).
+        status: the status line's fold (a new one when not given).
+        on_end: says how the session ended (default: ``session ended: REASON``).
+
+    Attributes:
+        busy: the agent works (a turn of anyone's runs): the spinner, not the prompt.
+        ended: the session's end, once it came.
+    """
+
+    def __init__(self, conn: Connection, request_id: int, renderer: Renderer,
+                 on_trust: Callable[[str], None] | None = None, status: SessionStatus | None = None,
+                 on_end: Callable[[p.SessionEnded], None] | None = None) -> None:
+        self.conn = conn
+        self.renderer = renderer
+        self.on_trust = on_trust
+        self.on_end = on_end
+        self.status = status if status is not None else SessionStatus()
+        self.stream = SessionStream(conn, request_id)
+        self.desk = ApprovalDesk(conn, renderer.answered, self._before_ask, renderer.show_diff)
+        self.keys = EscWatch()
+        self.error_code = ""  # the code of the daemon's refusal to start or resume
+        self.exit_code: Exit = Exit.GOAL_UNMET  # set from the session's end, when it ended
+        self.busy = False
+        self.ended: p.SessionEnded | None = None
+        self.banner = ""  # said before the first event (``musec attach``: once the session is known)
+        self.inputs: set[int] = set()  # ids of this terminal's UserInput requests (an Error answers one)
+        self.unseen_own: list[str] = []  # client_msg_ids sent here whose user_message has not come yet
+        self._interrupted = False
+        self._backlog_turn = False
+
+    @property
+    def session_id(self) -> str:
+        return self.stream.session_id
+
+    def _before_ask(self) -> None:
+        self.keys.off()
+        self.renderer.stop_wait()
+        self.renderer.notify("an approval is needed")
+
+    def _interrupt(self) -> None:
+        self.renderer.stop_wait()
+        self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=self.stream.session_id))
+        out("\n[interrupting…]")
+
+    def sent(self, request_id: int, client_msg_id: str) -> None:
+        """This terminal sent a person's message (``UserInput`` ``request_id``): the agent
+        is busy until the next ``Idle``; the message is not shown again when it is logged."""
+        self.inputs.add(request_id)
+        self.unseen_own.append(client_msg_id)
+        self.renderer.own_messages.add(client_msg_id)
+        self.busy = True
+
+    def drain(self) -> None:
+        """Handle every message already sent by the daemon, without waiting (what came
+        while the prompt waited, or while a slash command's request waited)."""
+        while self.ended is None:
+            ready = self.conn.take_ready()
+            if not ready:
+                return
+            for msg in ready:
+                self.handle(msg)
+
+    def follow(self) -> str:
+        """Show the session until the agent is idle; return the session id ("" when the
+        session could not start or has ended)."""
+        self._interrupted = False
+        try:
+            return self._follow()
+        finally:
+            self.keys.off()
+            self.renderer.stop_wait(turn_over=True)
+
+    def _follow(self) -> str:
+        stream = self.stream
+        while True:
+            if stream.turn_ended_while_away:
+                stream.turn_ended_while_away = False
+                self.busy = False
+                return stream.session_id
+            try:
+                if stream.session_id and not self._interrupted and self.keys.wait(self.conn):
+                    self._interrupted = True
+                    self._interrupt()
+                    continue
+                msg = self.conn.recv()
+            except KeyboardInterrupt:
+                if stream.session_id and not self._interrupted:
+                    self._interrupted = True
+                    self._interrupt()
+                    continue
+                raise
+            done = self.handle(msg)
+            if done is not None:
+                return done
+
+    def handle(self, msg: p.DaemonMsg) -> str | None:  # noqa: C901 - one branch per message kind
+        """Show one message; the session id when the agent is now idle (or a request of
+        this terminal's was refused), "" when the session ended or could not start, else None."""
+        stream = self.stream
+        if isinstance(msg, p.Event | p.Delta | p.Idle | p.SessionEnded | p.Resync | p.SessionStarted) \
+                and msg.id != stream.request_id:
+            return None  # a stream this terminal no longer follows (a session it left)
+        match msg:
+            case p.Error():
+                self.renderer.stop_wait()
+                if msg.code == "trust_required" and self.on_trust is not None and not stream.session_id:
+                    self.keys.off()  # the question is read line by line, echoed
+                    self.on_trust(msg.message)
+                    return None
+                err(f"musec: {msg.message}")
+                if not stream.session_id:
+                    self.error_code = msg.code
+                    return ""
+                if msg.id in self.inputs:  # this terminal's message was refused: nothing runs for it
+                    self.busy = False
+                    return stream.session_id
+            case p.SessionStarted():
+                stream.session_id = msg.session_id
+            case p.Event():
+                self._event(msg)
+            case p.Delta():
+                if msg.agent == "main":
+                    self._busy()
+                self.renderer.delta(msg.text, msg.kind, msg.agent)
+            case p.Resync():
+                self.renderer.resynced()
+                stream.reattach(msg)
+            case p.Idle():
+                self.busy = False
+                self.renderer.stop_wait(turn_over=True)
+                return stream.session_id
+            case p.SessionEnded():
+                self.renderer.stop_wait(turn_over=True)
+                self.busy = False
+                self.ended = stream.ended(msg)
+                if self.on_end is not None:
+                    self.on_end(self.ended)
+                else:
+                    out(f"session ended: {self.ended.exit_reason}")
+                self.exit_code = for_reason(self.ended.exit_reason)
+                return ""
+            case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult()
+                  | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected()
+                  | p.StatusReply() | p.WorkspaceReport() | p.GoalReply() | p.PlanReport()):
+                pass  # Ok answers a message or an approval sent here
+            case _:
+                assert_never(msg)
+        return None
+
+    def _busy(self) -> None:
+        """A turn runs (this terminal's or another's): the spinner, until ``Idle``."""
+        self.busy = True
+        if not self._interrupted:
+            self.renderer.start_wait()
+
+    def _event(self, msg: p.Event) -> None:
+        ev = self.stream.event(msg)
+        if ev is None:
+            return
+        if self.banner:
+            err(self.banner)
+            self.banner = ""
+        kind = ev.get("type")
+        main = ev.get("agent", "main") == "main"
+        if msg.backlog:  # history: whether it ends in the middle of a turn (an attach while the agent works)
+            if main and kind in _TURN_EVENTS:
+                self._backlog_turn = True
+            elif main and kind in ("turn_ended", "session_ended"):
+                self._backlog_turn = False
+        elif kind == "approval_requested" or (main and kind in _TURN_EVENTS):
+            self._busy()
+        self.status.fold(ev)
+        self.renderer.event(ev, backlog=msg.backlog)
+        if kind == "user_message" and not msg.backlog:
+            self._user_message(ev)
+        if msg.backlog_end and self._backlog_turn and self.busy:
+            self._busy()  # attached in the middle of a turn: it goes on
+        self.desk.on_event(msg, ev)
+        if self.renderer.in_turn and not self._interrupted and self.busy:
+            self.renderer.start_wait()
+
+    def _user_message(self, ev: dict[str, Any]) -> None:
+        """A person's message taken by the agent: one of this terminal's, or another's (then
+        a message sent here and not yet taken waits behind it: say so)."""
+        mid = ev.get("client_msg_id")
+        if mid in self.unseen_own:
+            self.unseen_own.remove(mid)
+        elif self.unseen_own:
+            self.renderer.note("(your message is queued: the agent takes it when this turn ends)")
