@@ -3,6 +3,10 @@ a daemon of another version replaced when nobody is using it (mypy's dmypy does 
 
 Only the standard library and ``musec.daemon.protocol`` are imported here (the client's
 start time is measured).
+
+Why over 500 lines: one import for every command that talks to the daemon (framing, the
+request/reply match that keeps a followed session's messages for ``recv``, the start on
+demand, the replacement of another version); split, each command would import more.
 """
 
 from __future__ import annotations
@@ -146,7 +150,7 @@ class Connection:
                     raise DaemonBusy(f"the daemon sent nothing for {timeout_s:g} s of {type(msg).__name__}; it may "
                                      "still be working on it: try again, or see `musec daemon status`") from None
                 if getattr(reply, "id", None) not in (msg.id, 0):
-                    if _is_stream(reply):
+                    if isinstance(reply, _STREAM):
                         held.append(reply)  # a followed session's message: kept for ``recv``
                     continue  # another request's reply
                 if isinstance(reply, p.Error):
@@ -166,8 +170,7 @@ class Connection:
 
     @contextmanager
     def _holding(self) -> Iterator[list[p.DaemonMsg]]:
-        """A list for the session-stream messages that come while a request waits for its
-        reply; they are put back, in order, before anything read later, for ``recv``."""
+        """Session-stream messages that come while a request waits, put back for ``recv``."""
         held: list[p.DaemonMsg] = []
         try:
             yield held
@@ -175,13 +178,11 @@ class Connection:
             self._ready[0:0] = held
 
     def has_ready(self) -> bool:
-        """Whether messages already read wait for ``recv`` (the socket then need not be
-        readable for there to be something to handle)."""
+        """Whether messages already read wait for ``recv`` (the socket may be quiet)."""
         return bool(self._ready)
 
     def take_ready(self) -> list[p.DaemonMsg]:
-        """Every message the daemon has sent so far, without blocking (``pending``), taken
-        off the queue: ``recv`` will not return them again."""
+        """What the daemon has sent so far (``pending``), taken off the queue, not waited for."""
         self.pending()
         taken, self._ready = self._ready, []
         return taken
@@ -229,7 +230,6 @@ class Connection:
 
     def _reply(self, msg: Any, expected: type, timeout_s: float | None, on_wait: Callable[[float], None] | None,
                held: list[p.DaemonMsg]) -> Any:
-        """``request``'s wait for the reply; a session stream's messages go to ``held``."""
         started = time.monotonic()
         while True:
             waited = time.monotonic() - started
@@ -276,9 +276,7 @@ class Connection:
             pass
 
 
-def _is_stream(msg: p.DaemonMsg) -> bool:
-    """Whether ``msg`` belongs to a followed session's stream (not a request's reply)."""
-    return isinstance(msg, p.Event | p.EventPart | p.Delta | p.Idle | p.SessionEnded | p.Resync | p.SessionStarted)
+_STREAM = (p.Event, p.EventPart, p.Delta, p.Idle, p.SessionEnded, p.Resync, p.SessionStarted)  # a followed session's
 
 
 def daemon_alive(pid: int, wait_s: float = 2.0) -> bool:

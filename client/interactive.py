@@ -100,29 +100,22 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
     session_id = follower.stream.session_id if follower is not None else ""
     workspace = resolve_workspace(getattr(args, "workspace", None))
     if follower is None:
-        # The session starts now, before the first task: the banner, the trust prompt and
-        # any config error come first, and a task is never typed into a failing start.
-        req = _start_request(conn, args)
-        out(BANNER.format(version=__version__, model=req.model, approval=req.approval, workspace=req.workspace))
-        slash = _print_extensions(conn, req.workspace)
-        status.model, status.approval = req.model, req.approval
-        conn.send(req)
-        follower = TurnFollower(conn, req.id, renderer, _trust_asker(conn, req), status=status)
-        try:
-            session_id = follower.follow()
-        except DaemonLost as exc:
-            lost(exc)
-            return for_condition(Condition.DAEMON_LOST)
-        if not session_id:
-            return for_error(follower.error_code) if follower.error_code else for_condition(Condition.USAGE)
+        started = _start(conn, args, renderer, status)
+        if not isinstance(started, tuple):
+            return started
+        follower, slash = started
+        session_id = follower.session_id
     models: list[p.ModelInfo] | None = None
     read = _prompt_reader(status, slash, workspace, conn.sock.fileno())
     typed = ""  # what was typed when the prompt gave way to the session's stream
+    ahead: list[str] = []  # lines typed (and queued) while the agent worked: taken as if typed now
     while True:
         try:
             follower.drain()  # what came while the prompt (or a slash command) waited
             if follower.busy and follower.ended is None:
                 follower.follow()
+                typed = _typed_ahead(follower, ahead, typed)
+                continue  # what came with the turn's end (the session's end) is drained first
         except DaemonLost as exc:
             lost(exc, session_id)
             return for_condition(Condition.DAEMON_LOST)
@@ -136,50 +129,102 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
         if conn.has_ready():
             continue  # read with the last reply, or while the catalog was asked for: shown first
         try:
-            text = read(typed)
+            if ahead:
+                text = ahead.pop(0)
+            else:
+                text, typed = read(typed), ""
         except Woken as woken:
             typed = woken.text
             continue
         except (EOFError, KeyboardInterrupt):
             break
-        typed = ""
         if not text.strip():
             continue
         if sys.stdin.isatty():
             renderer.person(text)  # the prompt is erased when done: the message stays above
         if text.strip().startswith("/"):
-            ctx = Context(conn, session_id, status, workspace, renderer.last_result, {"models": models or []}, slash)
-            try:
-                outcome = run_command(text.strip(), ctx)
-            except DaemonLost as exc:
-                lost(exc, session_id)
-                return for_condition(Condition.DAEMON_LOST)
-            except Exception as exc:  # noqa: BLE001 - a failed view is one line, the session goes on
-                err(f"musec: {text.strip().split()[0]} failed: {exc}")
-                continue
-            if outcome.action == "exit":
+            done = _slash(conn, args, text.strip(), Context(conn, session_id, status, workspace, renderer.last_result,
+                                                            {"models": models or []}, slash))
+            if done == "leave":
                 break
-            if outcome.action in ("clear", "optimize"):
-                return _start_in_place(conn, args, status, session_id, outcome.arg if outcome.action == "optimize" else "")
-            if outcome.action == "resume":
-                target = _choose(conn, outcome.arg, session_id)
-                if target is None:
-                    continue  # cancelled, or nothing to switch to: this session goes on
-                _end(conn, session_id)
-                return _resume_on(conn, _resume_args(args, target), back_to=session_id)
-            if outcome.action == "stay":
+            if done == "stay":
                 continue
-        msg_id = uuid.uuid4().hex
-        sent = p.UserInput(id=conn.next_id(), session_id=session_id, text=text,
-                           credentials=credentials(), client_msg_id=msg_id)
+            if done != "send":
+                return done
         try:
-            conn.send(sent)
+            _send(conn, follower, text)
         except DaemonLost as exc:
             lost(exc, session_id)
             return for_condition(Condition.DAEMON_LOST)
-        follower.sent(sent.id, msg_id)
-        renderer.start_wait()
     return _end(conn, session_id) if end_on_leave else OK
+
+
+def _start(conn: Connection, args: argparse.Namespace, renderer: Renderer,
+           status: SessionStatus) -> tuple[TurnFollower, set[str]] | Exit:
+    """Start the session now, before the first task: the banner, the trust prompt and any
+    config error come first, and a task is never typed into a failing start. Returns its
+    follower and the ``/NAME`` it answers, or the exit code when it did not start."""
+    req = _start_request(conn, args)
+    out(BANNER.format(version=__version__, model=req.model, approval=req.approval, workspace=req.workspace))
+    slash = _print_extensions(conn, req.workspace)
+    status.model, status.approval = req.model, req.approval
+    conn.send(req)
+    follower = TurnFollower(conn, req.id, renderer, _trust_asker(conn, req), status=status)
+    try:
+        session_id = follower.follow()
+    except DaemonLost as exc:
+        lost(exc)
+        return for_condition(Condition.DAEMON_LOST)
+    if not session_id:
+        return for_error(follower.error_code) if follower.error_code else for_condition(Condition.USAGE)
+    return follower, slash
+
+
+def _typed_ahead(follower: TurnFollower, ahead: list[str], typed: str) -> str:
+    """After a turn: the lines queued while it ran go to ``ahead`` (taken as if typed
+    now), and the line being typed is returned for the prompt; after an interrupt all of
+    it is given back to the prompt instead, not sent."""
+    queued, line = follower.keys.ahead.take()
+    if follower.interrupted:
+        return "\n".join([*queued, line]) if queued else line or typed
+    ahead.extend(queued)
+    return line or typed
+
+
+def _slash(conn: Connection, args: argparse.Namespace, line: str, ctx: Context) -> Exit | str:
+    """A slash command at the prompt: ``leave``, ``stay`` (ask again), ``send`` (the line
+    goes to the session as a message), or the exit code when the client goes on elsewhere
+    (``/clear``, ``/optimize``, ``/resume``) or lost the daemon."""
+    session_id = ctx.session_id
+    try:
+        outcome = run_command(line, ctx)
+    except DaemonLost as exc:
+        lost(exc, session_id)
+        return for_condition(Condition.DAEMON_LOST)
+    except Exception as exc:  # noqa: BLE001 - a failed view is one line, the session goes on
+        err(f"musec: {line.split()[0]} failed: {exc}")
+        return "stay"
+    if outcome.action == "exit":
+        return "leave"
+    if outcome.action in ("clear", "optimize"):
+        return _start_in_place(conn, args, ctx.status, session_id, outcome.arg if outcome.action == "optimize" else "")
+    if outcome.action == "resume":
+        target = _choose(conn, outcome.arg, session_id)
+        if target is None:
+            return "stay"  # cancelled, or nothing to switch to: this session goes on
+        _end(conn, session_id)
+        return _resume_on(conn, _resume_args(args, target), back_to=session_id)
+    return "stay" if outcome.action == "stay" else "send"
+
+
+def _send(conn: Connection, follower: TurnFollower, text: str) -> None:
+    """Send a person's message (the agent is busy with it until ``Idle``)."""
+    msg_id = uuid.uuid4().hex
+    sent = p.UserInput(id=conn.next_id(), session_id=follower.session_id, text=text,
+                       credentials=credentials(), client_msg_id=msg_id)
+    conn.send(sent)
+    follower.sent(sent.id, msg_id)
+    follower.renderer.start_wait()
 
 
 def _start_request(conn: Connection, args: argparse.Namespace) -> p.StartSession:

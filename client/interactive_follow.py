@@ -57,6 +57,8 @@ class TurnFollower:
         self.stream = SessionStream(conn, request_id)
         self.desk = ApprovalDesk(conn, renderer.answered, self._before_ask, renderer.show_diff)
         self.keys = EscWatch()
+        self.keys.on_line = self._queued
+        renderer.typing = lambda: self.keys.ahead.line
         self.error_code = ""  # the code of the daemon's refusal to start or resume
         self.exit_code: Exit = Exit.GOAL_UNMET  # set from the session's end, when it ended
         self.busy = False
@@ -70,6 +72,14 @@ class TurnFollower:
     @property
     def session_id(self) -> str:
         return self.stream.session_id
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the person interrupted the turn last followed (Esc or Ctrl-C here)."""
+        return self._interrupted
+
+    def _queued(self, line: str) -> None:
+        self.renderer.note(f"queued: {line}  (sent when the agent is idle; Esc interrupts and brings it back)")
 
     def _before_ask(self) -> None:
         self.keys.off()
@@ -148,7 +158,7 @@ class TurnFollower:
                     return None
                 err(f"musec: {msg.message}")
                 if not stream.session_id:
-                    self.error_code = msg.code
+                    self.error_code, self.busy = msg.code, False
                     return ""
                 if msg.id in self.inputs:  # this terminal's message was refused: nothing runs for it
                     self.busy = False

@@ -83,6 +83,7 @@ class Renderer:
         self.long_turn_s = 10.0  # a turn longer than this rings the bell when it ends
         self.messages = False  # show the person's messages (``user_message``): a terminal that follows a session
         self.own_messages: set[str] = set()  # client_msg_ids of the messages typed here (already on the screen)
+        self.typing: Any = lambda: ""  # the line typed ahead while the agent works (shown with the spinner)
 
     @property
     def console(self) -> Any:
@@ -126,7 +127,9 @@ class Renderer:
     def waiting_text(self) -> str:
         """What the spinner says: ``working 12s · 340 tokens``."""
         elapsed = time.monotonic() - self._wait_started if self._wait_started else 0.0
-        return f"working {elapsed:.0f}s · {self._tokens} tokens (Esc or Ctrl-C interrupts)"
+        typed = safe(str(self.typing()))
+        return (f"working {elapsed:.0f}s · {self._tokens} tokens (Esc or Ctrl-C interrupts)"
+                + (f" › {typed[-40:]}▏" if typed else ""))
 
     def _c(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text

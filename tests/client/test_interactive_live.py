@@ -195,3 +195,25 @@ def test_goal_turns_and_judgments_are_shown_as_they_run(musec: Musec, buggy_repo
     assert "goal work 1" in tail and "judgment 1 (check): not met" in tail and "judgment 2 (check): not met" in tail
     term.send("/exit", "Enter")
     term.wait_for(lambda s: "EXITED=4" in s, "the client to exit (the last turn ended at the goal's turn limit)")
+
+
+def test_a_message_typed_while_the_agent_works_is_shown_queued_then_sent(
+    musec: Musec, buggy_repo: Path, tmp_path: Path, terminals,
+) -> None:
+    script = _scripted(tmp_path, [*_gated(1), [{"text": "answer to the queued one"}]], name="queue.json")
+    term = terminals(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("start", "Enter")
+    term.wait_for(lambda s: "● bash(while [ ! -e go1 ]" in s and _busy(s, "● bash"), "the turn, busy")
+    term.send("and then this")
+    term.wait_for(lambda s: "› and then this▏" in s, "the typed line beside the spinner")
+    term.send("Enter")
+    term.wait_for(lambda s: "queued: and then this" in s, "the message shown queued")
+    sid = _session_id(musec, buggy_repo)
+    assert [e["text"] for e in _events(musec, sid) if e["type"] == "user_message"] == ["start"]  # not sent yet
+    (buggy_repo / "go1").write_text("")
+    screen = term.wait_for(lambda s: "answer to the queued one" in s and prompt_after(s, "answer to the queued one"),
+                           "the queued message sent when the turn ended, and its answer")
+    assert screen.index("after 1") < screen.index("› and then this\n") < screen.index("answer to the queued one")
+    _leave(term)
+    assert [e["text"] for e in _events(musec, sid) if e["type"] == "user_message"] == ["start", "and then this"]
