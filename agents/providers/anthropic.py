@@ -324,5 +324,6 @@ class AnthropicProvider(StreamingHTTPProvider):
                     if delta is not None:
                         await on_delta(delta)
                     if assembler.stopped:
-                        break  # nothing follows message_stop; do not wait for EOF
+                        await self._end_of_answer(events)  # the connection goes back to the pool
+                        break
         return assembler.result()

@@ -6,6 +6,7 @@ streamed answer (``_stream_once``); this class does the rest the same way for al
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -15,7 +16,7 @@ from musec.agents.core.errors import ProviderError
 from .base import OnDelta
 from .ratelimit import OnRateLimited, RateLimiter, rate_limit_headers
 from .retry import OnRetry, RetryPolicy, stream_with_retries
-from .sse import DEFAULT_TIMEOUT
+from .sse import DEFAULT_TIMEOUT, DRAIN_S, SSEEvent, drain
 
 
 class StreamingHTTPProvider:
@@ -60,6 +61,7 @@ class StreamingHTTPProvider:
         self._limit_headers_seen = False  # the last response named rate limits
         self.on_rate_limited = on_rate_limited
         self._sent_bytes = 0
+        self._drain_s = DRAIN_S  # 0 once this server kept a finished answer's body open
         self.base_url = base_url.rstrip("/")
         self.url = self._url()
         self.timeout = timeout
@@ -79,6 +81,12 @@ class StreamingHTTPProvider:
 
     async def _stream_once(self, body: bytes, on_delta: OnDelta) -> ModelResponse:
         raise NotImplementedError
+
+    async def _end_of_answer(self, events: AsyncIterator[SSEEvent]) -> None:
+        """Read the rest of a finished answer's body (``sse.drain``) so its connection is
+        reused; a server that kept one open past ``DRAIN_S`` is not waited for again."""
+        if self._drain_s and not await drain(events, self._drain_s):
+            self._drain_s = 0.0
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, url={self.url!r})"

@@ -284,5 +284,6 @@ class OpenAIChatProvider(StreamingHTTPProvider):
                     for delta in assembler.feed(event):
                         await on_delta(delta)
                     if assembler.done:
+                        await self._end_of_answer(events)  # the connection goes back to the pool
                         break
         return assembler.result()

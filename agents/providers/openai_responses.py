@@ -441,7 +441,8 @@ class OpenAIResponsesProvider(StreamingHTTPProvider):
                     if delta is not None:
                         await on_delta(delta)
                     if assembler.finished:
-                        break  # nothing follows the terminal event; do not wait for EOF
+                        await self._end_of_answer(events)  # the connection goes back to the pool
+                        break
         return assembler.result()
 
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx
 import httpx_sse
 import msgspec
@@ -30,7 +31,7 @@ from .overflow import overflow_error
 from .quota import quota_error
 from .retry import parse_retry_after
 
-__all__ = ["DEFAULT_TIMEOUT", "DONE", "SSEEvent", "error_from_response", "post_sse"]
+__all__ = ["DEFAULT_TIMEOUT", "DONE", "DRAIN_S", "SSEEvent", "drain", "error_from_response", "post_sse"]
 
 #: ``SSEEvent.event`` of the Chat Completions end-of-stream sentinel ``data: [DONE]``.
 DONE = "[DONE]"
@@ -38,6 +39,9 @@ DONE = "[DONE]"
 #: Per-phase deadlines for a model call. ``read`` is the idle-stream timeout: the longest
 #: silence (no bytes, not even a ``ping``) tolerated while an answer streams.
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=120.0, write=30.0, pool=30.0)
+
+#: How long the end of a body is awaited after the event that finishes an answer (``drain``).
+DRAIN_S = 0.25
 
 _MAX_MESSAGE_CHARS = 500
 _json = msgspec.json.Decoder()
@@ -205,3 +209,35 @@ async def post_sse(
             yield SSEStream(provider, source)
     except (httpx.HTTPError, httpx_sse.SSEError) as exc:
         raise _transport_error(provider, url, exc, timeout) from exc
+
+
+async def drain(events: AsyncIterator[SSEEvent], timeout_s: float = DRAIN_S, max_events: int = 8) -> bool:
+    """Read what follows the event that finished an answer, up to the end of the body.
+
+    A response closed before its body ends takes its connection with it, so the next call
+    opens a new one (a TCP and TLS handshake each turn). What follows the last event the
+    adapters need is the chunked body's terminator and at most a few events (a trailing
+    ``[DONE]``, a usage chunk), which a server sends at once; the OpenAI SDKs read streams
+    to their end for the same reason.
+
+    Args:
+        events: the rest of the answer's events (the adapter's own iterator).
+        timeout_s: how long to wait for the end of the body.
+        max_events: events read at most before giving up.
+
+    Returns:
+        ``True`` when the body ended in time (the connection can serve the next call);
+        ``False`` when it did not, or broke: the caller closes the response as before, and
+        the answer, complete already, is not affected.
+    """
+    with anyio.move_on_after(timeout_s):
+        try:
+            count = 0
+            async for _ in events:
+                count += 1
+                if count >= max_events:
+                    return False
+        except (ProviderError, httpx.HTTPError, httpx_sse.SSEError):
+            return False
+        return True
+    return False

@@ -51,6 +51,8 @@ The API:
   the queue is empty (a long scripted session computes each answer from the request).
   ``cached_tokens`` is what a prefix cache would serve: the bytes this request shares from
   the start with the one before it, in tokens (``cached``: every request's figure).
+* ``connections``: TCP connections accepted so far; a client that reuses its connection
+  makes fewer than ``len(requests)``.
 * ``keep_bodies=False``: requests are recorded without ``body`` and ``raw_body`` (``None``
   and ``b""``; a thousand 800 KB requests would fill the test's memory); ``respond`` still
   sees each whole.
@@ -306,6 +308,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib name)
         pass  # quiet tests
 
+    def setup(self) -> None:
+        super().setup()
+        with self.server.owner._lock:
+            self.server.owner.connections += 1
+
     def do_POST(self) -> None:
         began = time.perf_counter()
         try:
@@ -394,6 +401,7 @@ class AnthropicServer:
         self.cached: list[int] = []  # of which a prefix cache would serve
         self.refused = 0  # requests answered with the overflow error
         self.busy_s = 0.0  # seconds spent handling requests (a bench's "time in the server")
+        self.connections = 0  # TCP connections accepted (fewer than requests: connections reused)
         self.errors: list[BaseException] = []  # raised by ``respond`` (the request got a 500)
         self._previous_body = b""
         self.requests: list[RecordedRequest] = []
