@@ -3,6 +3,7 @@ model server (issue 19 part 7; target: musec at most 0.5x of mini-swe-agent).
 
     python bench/peers_per_turn.py [--turns 20] [--rounds 5]
                                    [--peers-bin DIR ...] [--only musec,musec-nosandbox,mini,aider]
+                                   [--baseline-bin DIR]
 
 The model is ``tests/support``'s OpenAI server (Chat Completions, streamed or not, as the
 client asks) with a ``respond`` that answers at once: each run gets its own model name
@@ -18,6 +19,8 @@ Contestants, each through its own CLI as a person runs it, in a fresh process pe
 * ``musec``: ``musec run`` (this environment's), the bwrap sandbox (``--sandbox auto``),
   no background agents, against one warm daemon in a private MUSEC_HOME;
 * ``musec-nosandbox``: the same with ``--sandbox off``;
+* ``baseline``, ``baseline-nosandbox``: the same with another musec install
+  (``--baseline-bin DIR``, say main's venv, for a before/after in the same rounds);
 * ``mini``: mini-swe-agent's ``mini -y --exit-immediately`` (its default config);
 * ``aider``: aider's documented scripting API (``Coder.create``, then ``coder.run``
   once per turn, one process per run; a ``--message`` run is one turn only), whole-file
@@ -75,6 +78,7 @@ PEERS = {  # name: (executable looked for, how to get it)
     "aider": ("aider", "aider not installed: pip install aider-chat to compare"),
 }
 MUSECS = ("musec", "musec-nosandbox")
+BASELINES = ("baseline", "baseline-nosandbox")  # another musec install (--baseline-bin)
 
 # aider's turns through its scripting API (aider.chat/docs/scripting.html), one process a run.
 AIDER_DRIVER = """
@@ -177,21 +181,24 @@ def find_peers(dirs: Sequence[str], path: str | None = None) -> dict[str, Path]:
 class Bench:
     """One server, one musec daemon, and a function per contestant that times a run."""
 
-    def __init__(self, server: OpenAIServer, model: InstantModel, root: Path, peers: dict[str, Path]) -> None:
+    def __init__(self, server: OpenAIServer, model: InstantModel, root: Path, peers: dict[str, Path],
+                 baseline_bin: Path | None = None) -> None:
         self.server, self.model, self.root, self.peers = server, model, root, peers
         self.nonce = itertools.count(1)
         self.home = root / "home"
-        self.musec_home = root / "musec"
         self.home.mkdir()
+        self.musec_bins = {"musec": BIN, **({"baseline": baseline_bin} if baseline_bin else {})}
         drop = ("KEY", "TOKEN", "SECRET", "BASE_URL", "API_BASE", "ENDPOINT")
         base = {k: v for k, v in os.environ.items() if not any(d in k for d in drop)}
         for k in ("MUSEC_SOCKET", "XDG_RUNTIME_DIR", "VIRTUAL_ENV", "PYTHONPATH"):
             base.pop(k, None)
         base.update(OPENAI_API_KEY="sk-peerbench-local", OPENAI_BASE_URL=server.base_url,
                     OPENAI_API_BASE=server.base_url, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
-        self.musec_env = {**base, "MUSEC_HOME": str(self.musec_home), "MUSEC_AGENTS": "none",
-                          "PATH": f"{BIN}{os.pathsep}{base.get('PATH', '')}",
-                          "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+        self.musec_envs = {label: {**base, "MUSEC_HOME": str(root / label), "MUSEC_AGENTS": "none",
+                                   "PATH": f"{bin_dir}{os.pathsep}{base.get('PATH', '')}",
+                                   "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+                           for label, bin_dir in self.musec_bins.items()}
+        self.git_env = {**base, "HOME": str(self.home)}
         self.peer_env = {**base, "HOME": str(self.home), "MSWEA_CONFIGURED": "true", "MSWEA_SILENT_STARTUP": "1",
                          "MSWEA_GLOBAL_CONFIG_DIR": str(self.home / "mini"), "MSWEA_COST_TRACKING": "ignore_errors",
                          "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_CHECK_UPDATE": "false",
@@ -201,28 +208,32 @@ class Bench:
         ws = Path(tempfile.mkdtemp(prefix="ws", dir=self.root))
         (ws / "note.txt").write_text("turn 0\n")
         git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
-        subprocess.run([*git, "init", "-q"], cwd=ws, check=True, env=self.musec_env)
-        subprocess.run([*git, "add", "."], cwd=ws, check=True, env=self.musec_env)
-        subprocess.run([*git, "commit", "-qm", "start"], cwd=ws, check=True, env=self.musec_env)
+        subprocess.run([*git, "init", "-q"], cwd=ws, check=True, env=self.git_env)
+        subprocess.run([*git, "add", "."], cwd=ws, check=True, env=self.git_env)
+        subprocess.run([*git, "commit", "-qm", "start"], cwd=ws, check=True, env=self.git_env)
         return ws
 
     def start(self) -> None:
-        proc = subprocess.run([str(BIN / "musec"), "daemon", "start"], env=self.musec_env, capture_output=True,
-                              text=True, timeout=120)
-        if proc.returncode != 0:
-            raise SystemExit(f"musec daemon start failed: {proc.stderr.strip()}")
+        """Start each musec install's daemon (its own MUSEC_HOME)."""
+        for label, bin_dir in self.musec_bins.items():
+            proc = subprocess.run([str(bin_dir / "musec"), "daemon", "start"], env=self.musec_envs[label],
+                                  capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                raise SystemExit(f"{label}: musec daemon start failed: {proc.stderr.strip()}")
 
     def stop(self) -> None:
-        subprocess.run([str(BIN / "musec"), "daemon", "stop"], env=self.musec_env, capture_output=True, timeout=120)
+        for label, bin_dir in self.musec_bins.items():
+            subprocess.run([str(bin_dir / "musec"), "daemon", "stop"], env=self.musec_envs[label],
+                           capture_output=True, timeout=120)
 
     def command(self, kind: str, name: str, turns: int, ws: Path) -> tuple[list[str], dict[str, str]]:
         """The argv and environment of one run."""
         task = f"Run `true` {turns} times, one call at a time, then stop."
-        if kind in MUSECS:
-            sandbox = "off" if kind == "musec-nosandbox" else "auto"
-            return ([str(BIN / "musec"), "run", "--model", f"openai-compat/{name}", "--approval", "auto",
-                     "--sandbox", sandbox, "--agents", "none", "--max-turns", str(turns + 5),
-                     "--output-format", "json", task], self.musec_env)
+        if kind in (*MUSECS, *BASELINES):
+            label, _, off = kind.partition("-")
+            return ([str(self.musec_bins[label] / "musec"), "run", "--model", f"openai-compat/{name}",
+                     "--approval", "auto", "--sandbox", "off" if off else "auto", "--agents", "none",
+                     "--max-turns", str(turns + 5), "--output-format", "json", task], self.musec_envs[label])
         if kind == "mini":
             return ([str(self.peers["mini"]), "-y", "--exit-immediately", "-m", f"openai/{name}", "-t", task,
                      "-o", str(ws.parent / f"{ws.name}.traj.json")], self.peer_env)
@@ -272,19 +283,23 @@ def measure(bench: Bench, kinds: Sequence[str], turns: int, rounds: int,
 
 
 def report(results: dict[str, list[float]], turns: int) -> None:
-    """Each contestant's per-turn ms, then musec's paired ratios to each peer (and to itself
-    without the sandbox)."""
+    """Each contestant's per-turn ms, then musec's paired ratios to each peer, to the
+    baseline install and to itself without the sandbox."""
     rounds = len(next(iter(results.values())))
     print(f"-- ms a turn, model call to model call ({turns} turns a run, {rounds} rounds; median [min, max])")
     for kind, values in results.items():
         print(f"{kind:16s} {statistics.median(values):7.1f} ms  [{min(values):.1f}, {max(values):.1f}]")
-    peers = [k for k in results if k not in MUSECS]
-    for mine in (k for k in MUSECS if k in results):
-        for peer in peers:
-            print_ratios(f"{mine} / {peer}, ms a turn", list(zip(results[peer], results[mine], strict=True)), " ms", ".1f")
-    if all(k in results for k in MUSECS):
-        print_ratios("musec / musec-nosandbox, ms a turn", list(zip(results["musec-nosandbox"], results["musec"],
-                                                                     strict=True)), " ms", ".1f")
+    def ratios(candidate: str, baseline: str) -> None:
+        if candidate in results and baseline in results:
+            print_ratios(f"{candidate} / {baseline}, ms a turn", list(zip(results[baseline], results[candidate],
+                                                                          strict=True)), " ms", ".1f")
+
+    for mine in (*MUSECS, *BASELINES):
+        for peer in PEERS:
+            ratios(mine, peer)
+    for mine, base in zip(MUSECS, BASELINES, strict=True):
+        ratios(mine, base)
+    ratios("musec", "musec-nosandbox")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -295,6 +310,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="a folder holding mini and/or aider (repeatable; also $MUSEC_PEERS_BIN)")
     parser.add_argument("--only", default=",".join((*MUSECS, *PEERS)),
                         help="contestants, comma-separated (default: all found)")
+    parser.add_argument("--baseline-bin", type=Path, metavar="DIR",
+                        help="another musec install's bin folder (say, main's venv) timed as the contestants "
+                             "baseline and baseline-nosandbox, in the same rounds")
     args = parser.parse_args(argv)
     if args.turns < 3:
         parser.error("--turns must be at least 3 (the first gap between model calls is not counted)")
@@ -302,6 +320,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     unknown = [k for k in args.only if k not in (*MUSECS, *PEERS)]
     if unknown:
         parser.error(f"unknown contestant {', '.join(unknown)}; choose from {', '.join((*MUSECS, *PEERS))}")
+    if args.baseline_bin is not None:
+        if not (args.baseline_bin / "musec").is_file():
+            parser.error(f"--baseline-bin {args.baseline_bin}: no musec there; give the bin folder of a venv "
+                         "that has musec installed")
+        args.only += [base for mine, base in zip(MUSECS, BASELINES, strict=True) if mine in args.only]
     return args
 
 
@@ -332,9 +355,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     model = InstantModel()
     try:
         with OpenAIServer(respond=model, keep_bodies=False) as server:
-            bench = Bench(server, model, root, peers)
-            if any(k in MUSECS for k in kinds):
-                bench.start()
+            bench = Bench(server, model, root, peers, args.baseline_bin)
+            bench.start()
             try:
                 for kind in kinds:  # warm-up: disk caches, the daemon's first imports
                     bench.run(kind, 3)
