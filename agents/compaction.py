@@ -131,20 +131,34 @@ class ContextGauge:
     request whose usage the provider reported (4 bytes a token until then).
 
     One per agent (its provider's tokenizer); live only, so a resumed agent starts from
-    the default ratio and corrects it with its first response.
+    the default ratio and corrects it with its first response. The ratio is worked out
+    when it is first needed (a compaction), not at each response: encoding the whole
+    request every turn made each turn's cost grow with the history.
     """
 
     DEFAULT_TOKENS_PER_BYTE = 0.25
 
     def __init__(self) -> None:
-        self.tokens_per_byte = self.DEFAULT_TOKENS_PER_BYTE
+        self._tokens_per_byte = self.DEFAULT_TOKENS_PER_BYTE
+        self._pending: tuple[ModelRequest, int] | None = None  # the last reported request, not yet measured
 
     def observe(self, request: ModelRequest, usage: Usage) -> None:
-        """Calibrate from a request and the usage its response reported."""
+        """Calibrate from a request and the usage its response reported (measured later,
+        when the ratio is read; a usage with no input tokens changes nothing)."""
         total = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        size = encoded_bytes(request)
-        if total > 0 and size > 0:
-            self.tokens_per_byte = total / size
+        if total > 0:
+            self._pending = (request, total)
+
+    @property
+    def tokens_per_byte(self) -> float:
+        """Tokens per encoded byte, from the last request whose usage was reported."""
+        if self._pending is not None:
+            request, total = self._pending
+            self._pending = None
+            size = encoded_bytes(request)
+            if size > 0:
+                self._tokens_per_byte = total / size
+        return self._tokens_per_byte
 
     def tokens(self, value: object) -> int:
         """Estimated tokens of a request or a message."""

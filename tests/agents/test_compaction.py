@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from musec.agents.compaction import (
@@ -126,3 +127,18 @@ def test_head_holds_people_and_pins_verbatim():
     assert head.index("fix the parser") < head.index("also the docs")
     assert "4 of the oldest messages were cut" in head
     assert "No summary" in render_head("", [])
+
+
+def test_the_gauge_calibrates_from_the_last_reported_request():
+    gauge = ContextGauge()
+    assert gauge.tokens_per_byte == ContextGauge.DEFAULT_TOKENS_PER_BYTE
+    first = ModelRequest(model="m", system="s", messages=_conversation([(1, 100)]), tools=[])
+    second = ModelRequest(model="m", system="s", messages=_conversation([(1, 100), (2, 4000)]), tools=[])
+    gauge.observe(first, Usage(input_tokens=10, cache_read_tokens=5))
+    gauge.observe(second, Usage(input_tokens=400, cache_write_tokens=100))
+    gauge.observe(first, Usage(output_tokens=9))  # no input tokens: no calibration
+    size = len(msgspec.json.encode(second))
+    assert gauge.tokens_per_byte == 500 / size
+    assert gauge.tokens(second) == int(size * 500 / size) + 1
+    gauge.observe(first, Usage(input_tokens=30))
+    assert gauge.tokens_per_byte == 30 / len(msgspec.json.encode(first))
