@@ -30,6 +30,7 @@ SMALL: dict[str, list[str]] = {
     "log_scaling.py": ["--sizes", "300", "--rounds", "1", "--old-max", "300"],
     "long_session.py": ["--calls", "20", "--baseline-calls", "5", "--window", "20000", "--pairs", "1",
                         "--plot", "{tmp}/tokens.png"],
+    "peers_per_turn.py": ["--turns", "3", "--rounds", "1", "--only", "musec,musec-nosandbox"],
     "prefix_stability.py": ["--turns", "3", "--output-bytes", "100"],
     "resume_large_log.py": ["--mib", "1", "--pairs", "1"],
     "spawn_cost.py": ["--calls", "2", "--rounds", "1", "--large-mib", "20"],
