@@ -11,7 +11,7 @@ import pytest
 from musec.agents.core.conversation import Message, ModelRequest, TextBlock
 from musec.agents.providers import make_provider
 
-from tests.support.anthropic_server import AnthropicServer, Answer, message
+from tests.support.anthropic_server import Answer, AnthropicServer, message
 from tests.support.openai_server import OpenAIServer, chat_stream, responses_stream
 
 pytestmark = pytest.mark.anyio
