@@ -11,8 +11,9 @@ client asks) with a ``respond`` that answers at once: each run gets its own mode
 TURNS answers are one bash tool call running ``true`` (aider, which has no command tool,
 gets one whole-file edit of ``note.txt`` instead: its turn is a person's message, a model
 call and the edit); the next ends the run (musec: a text answer; mini-swe-agent: its
-submit command; aider's driver simply stops sending messages). A run that did not make exactly the
-model calls expected stops the bench with the agent's output: nothing that failed is timed.
+submit command; aider's driver simply stops sending messages). A run that did not make
+exactly the model calls expected stops the bench with the agent's output: nothing that
+failed is timed.
 
 Contestants, each through its own CLI as a person runs it, in a fresh process per run:
 
@@ -37,10 +38,16 @@ peer, min/median/max (``_pairs.print_ratios``).
 
 Peers are found as executables (``mini``, ``aider``) in the ``--peers-bin`` folders, then
 in ``$MUSEC_PEERS_BIN`` (folders separated by ``:``), then on PATH. Install them outside
-musec's environment, never as its dependencies::
+musec's environment, never as its dependencies, each in its own venv (they pin different
+versions of litellm and its kin)::
 
-    python3.11 -m venv /tmp/peers-venv && /tmp/peers-venv/bin/pip install mini-swe-agent aider-chat
-    MUSEC_PEERS_BIN=/tmp/peers-venv/bin python bench/peers_per_turn.py
+    python3.11 -m venv /tmp/peers-venv && /tmp/peers-venv/bin/pip install mini-swe-agent
+    python3.11 -m venv /tmp/peers-aider && /tmp/peers-aider/bin/pip install aider-chat
+    MUSEC_PEERS_BIN=/tmp/peers-venv/bin:/tmp/peers-aider/bin python bench/peers_per_turn.py \
+        --baseline-bin /work/main/.venv-test/bin   # optional: a before/after in the same rounds
+
+Measured with mini-swe-agent 2.4.6 (litellm 1.110) and aider-chat 0.86.2 (litellm 1.81), offline: both are
+told not to fetch model prices or check for updates.
 
 A peer not found is skipped with one line saying how to install it; with none found the
 bench still times musec (with and without the sandbox, their ratio printed).
