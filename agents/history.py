@@ -187,15 +187,13 @@ class History:
             case UserMessage():
                 if event.agent == self.agent:
                     self._user_message(event)
-                    self.turns_since_user = 0
-                    self.clock.start(event.ts, afresh=True)
+                    self._afresh(event.ts)
             case TurnEnded():
                 if event.agent == self.agent:
                     self.clock.stop()
             case SessionResumed():
                 if event.continues and event.agent == self.agent:  # a stopped turn gone on with: counted afresh
-                    self.turns_since_user = 0
-                    self.clock.start(event.ts, afresh=True)
+                    self._afresh(event.ts)
             case ModelRequest():
                 if event.agent == self.agent:
                     chars = event.request_chars if isinstance(event.request_chars, int) else 0
@@ -273,6 +271,11 @@ class History:
             self._release_held()
             self.turns_since_user = 0
             self.clock.start(event.ts, afresh=True)
+
+    def _afresh(self, ts: float) -> None:
+        """The turn count and the working time start again at ``ts`` (a person's message)."""
+        self.turns_since_user = 0
+        self.clock.start(ts, afresh=True)
 
     def wall_s(self, now: float) -> float:
         """Seconds worked since the latest person's message, up to ``now`` (Unix seconds)."""

@@ -23,8 +23,9 @@ from . import protocol as p
 from .errors import BadRequest
 
 if TYPE_CHECKING:
-    from .resume import ResumeState
     from .session import Session
+
+ResumeState = Any  # daemon.resume.ResumeState (not imported: resume imports this module)
 
 # How a turn ends (``turn_ended.exit_reason``) when it stopped before the model was done;
 # ``finished``, ``goal_unmet`` and a plan waiting for approval are done (for now).

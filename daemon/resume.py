@@ -249,21 +249,31 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     except BadRequest:
         elog.close()  # nothing written: the session stays as it ended
         raise
+    interrupted = _settle(session, state, req, Path(started.workspace), continues, report)
+    if req.model:
+        _note_switch(deps, agent, current)
+    return session, mid_turn or bool(continues), interrupted
+
+
+def _settle(session: Session, state: ResumeState, req: p.ResumeSession, workspace: Path, continues: str,
+            report: Any) -> list[str]:
+    """Record what the stop left open (a torn line cut off, per ``report`` of the open; cut
+    calls, waiting approvals) and ``session_resumed``; return the ids of the calls found
+    interrupted."""
+    agent = session.agent
     if report.torn_bytes:
         session.record(LogRepaired(torn_bytes=report.torn_bytes, torn_path=report.torn_path))
     cut = list(state.open_calls.values())
     if state.fanout.pending and any(call.tool == "spawn_workers" for call in cut):
         session.resume_fanout = (state.fanout.pending, state.fanout.pending_finished)
-    interrupted = _answer_cut_calls(session, state, cut, Path(started.workspace))
+    interrupted = _answer_cut_calls(session, state, cut, workspace)
     settle_asked(session, state, mode_given=bool(req.approval))
     session.last_stop = state.last_stop
     if req.budget_usd:  # this run's spending from now on (the session's own cap is not kept)
         agent.budget_usd = agent.history.cost_usd + req.budget_usd
     session.record(SessionResumed(pid=os.getpid(), interrupted_calls=interrupted, approval=agent.approval_mode,
                                   continues=continues or typed.UNSET))
-    if req.model:
-        _note_switch(deps, agent, current)
-    return session, mid_turn or bool(continues), interrupted
+    return interrupted
 
 
 def _setup_facts(path: Path, refill: Callable[[bytes], bytes]) -> tuple[SessionStarted, str, Any]:
