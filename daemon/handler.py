@@ -34,8 +34,6 @@ from .version import musec_version
 
 log = structlog.get_logger("musec.daemon")
 T = TypeVar("T")
-#: The most bytes of waiting messages a client's stream sends in one write (``_batch``).
-BATCH_BYTES = 1 << 20
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -352,37 +350,16 @@ class Connection:
                                                               sub.since_seq, upto_seq, backlog=True))
             async with sub.receive:
                 async for msg in sub.receive:
-                    await self.send_bytes(_batch(msg, sub))
+                    try:
+                        await self.send(msg)
+                    except p.FrameError as exc:  # this message only; the stream goes on
+                        await self.send(_too_large(sub.request_id, type(msg).__name__, exc))
             if sub.cut_off:
                 await self.send(p.Resync(id=sub.request_id, session_id=session.id, last_seq=sub.last_seq))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
             pass
         finally:
             session.detach(sub)
-
-
-def _batch(first: Any, sub: Any) -> bytes:
-    """The frames of ``first`` and of the messages already waiting behind it in ``sub``'s
-    stream (up to ``BATCH_BYTES``), for one write: the events a turn records together
-    (a model's answer and the tool start, a tool's end and the next request) reach the
-    client in one system call and one wake-up instead of one each."""
-    out = [_frames(first, sub)]
-    size = len(out[0])
-    while size < BATCH_BYTES:
-        try:
-            msg = sub.receive.receive_nowait()
-        except (anyio.WouldBlock, anyio.EndOfStream):
-            break
-        out.append(_frames(msg, sub))
-        size += len(out[-1])
-    return b"".join(out)
-
-
-def _frames(msg: Any, sub: Any) -> bytes:
-    try:
-        return p.encode_fitted(msg)
-    except p.FrameError as exc:  # this message only; the stream goes on
-        return p.encode_fitted(_too_large(sub.request_id, type(msg).__name__, exc))
 
 
 def _too_large(request_id: int, what: str, exc: p.FrameError) -> p.Error:
