@@ -177,7 +177,19 @@ def _start(conn: Connection, args: argparse.Namespace, renderer: Renderer,
         return for_condition(Condition.DAEMON_LOST)
     if not session_id:
         return for_error(follower.error_code) if follower.error_code else for_condition(Condition.USAGE)
+    if not slash:  # the workspace's own commands and skills apply once trusted (--trust, or the question just now)
+        slash |= _slash_names(conn, req.workspace)
     return follower, slash
+
+
+def _slash_names(conn: Connection, workspace: str) -> set[str]:
+    """The ``/NAME`` a started session answers (its trust decided), without printing."""
+    from .extensions import fetch_report, slash_names
+
+    try:
+        return slash_names(fetch_report(conn, workspace))
+    except Exception:  # noqa: BLE001 - /help and completion go on without them
+        return set()
 
 
 def _typed_ahead(follower: TurnFollower, ahead: list[str], typed: str) -> str:

@@ -136,7 +136,9 @@ def test_attach_in_a_terminal_ends_with_the_session_and_its_exit_code(
         (buggy_repo / "go1").write_text("")
         screen = term.wait_for(lambda s: "EXITED=" in s, "attach to exit when the session ends", timeout_s=60)
     finally:
-        if run.poll() is None:
+        try:  # attach may exit a moment before the headless run does: wait for it, not kill it
+            run.wait(timeout=30)
+        except subprocess.TimeoutExpired:
             run.kill()
         run.communicate(timeout=60)  # and closes its pipes
     assert run.returncode == 4

@@ -330,3 +330,17 @@ def test_a_retry_is_shown_with_its_reason_and_wait(musec: Musec, buggy_repo: Pat
         screen = term.wait_for(lambda s: "Back." in s, "the answer after the retry")
         assert re.search(r"retrying the model call \(1/\d+\) in [\d.]+ s: .*[Oo]verloaded", screen), screen
         _leave(term)
+
+
+def test_help_lists_a_custom_command_trusted_at_the_start(musec: Musec, buggy_repo: Path, tmp_path: Path,
+                                                         tmux_factory) -> None:
+    """A project's custom command trusted by --trust (after the banner listed it as waiting):
+    /help lists it (the fresh user's /help showed only the built-ins)."""
+    (buggy_repo / ".musec" / "commands").mkdir(parents=True)
+    (buggy_repo / ".musec" / "commands" / "greet.md").write_text("Say hello to $ARGUMENTS\n")
+    script = _scripted(tmp_path, [[{"text": "Hello."}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto --trust", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("/help", "Enter")
+    term.wait_for(lambda s: "skills and custom commands: /greet" in s, "/help listing /greet")
+    _leave(term)
