@@ -16,7 +16,8 @@ from .status import SessionStatus
 
 def make_prompt(status: SessionStatus, slash: set[str], workspace: str = ".",
                 wake_fd: int | None = None) -> Callable[..., str]:
-    """A function that reads one message (raises EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C);
+    """A function that reads one message (raises EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C
+    at an empty prompt; Ctrl-C with text typed clears it, as a shell does);
     with ``wake_fd`` (the daemon's socket) it gives way when the daemon sends something
     (``interactive_input.Woken``), taking what was typed as its argument the next time.
     The prompt is erased when done: the client shows the message sent itself."""
@@ -28,6 +29,13 @@ def make_prompt(status: SessionStatus, slash: set[str], workspace: str = ".",
     @bindings.add("escape", "enter")
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
+
+    @bindings.add("c-c")
+    def _clear_or_leave(event: Any) -> None:  # as a shell does: Ctrl-C drops the typed line first
+        if event.current_buffer.text:
+            event.current_buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt(), style="class:aborting")
 
     session: Any = PromptSession(
         history=prompt_history(), completer=_completer(workspace, slash), complete_while_typing=True,

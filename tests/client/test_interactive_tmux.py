@@ -344,3 +344,19 @@ def test_help_lists_a_custom_command_trusted_at_the_start(musec: Musec, buggy_re
     term.send("/help", "Enter")
     term.wait_for(lambda s: "skills and custom commands: /greet" in s, "/help listing /greet")
     _leave(term)
+
+
+def test_ctrl_c_with_text_typed_clears_the_line_and_a_second_leaves(musec: Musec, buggy_repo: Path, tmp_path: Path,
+                                                                    tmux_factory) -> None:
+    """The fresh user's Ctrl-C on a half-typed line quit the client and lost the text; as in
+    a shell it clears the line, and Ctrl-C at an empty prompt leaves."""
+    script = _scripted(tmp_path, [[{"text": "Hello."}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto; echo EXITED=$?", musec.env,
+                        buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("partial text")
+    term.wait_for(lambda s: "› partial text" in s, "the typed text")
+    term.send("C-c")
+    term.wait_for(lambda s: "partial text" not in s and "›" in s and "EXITED" not in s, "the line cleared, still running")
+    term.send("C-c")
+    term.wait_for(lambda s: "EXITED=" in s, "the client to leave")
