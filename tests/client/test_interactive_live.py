@@ -9,29 +9,25 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.client.test_interactive_tmux import Tmux, _leave, _scripted, prompt_after
+from tests.client.test_interactive_tmux import (
+    _leave,
+    _scripted,
+    prompt_after,
+    tmux_factory,  # noqa: F401 - the fixture
+)
 from tests.conftest import BIN, Musec
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
 
 
 @pytest.fixture
-def terminals() -> Iterator[Callable[[str, dict[str, str], Path], Tmux]]:
+def terminals(tmux_factory):  # noqa: F811 - the fixture imported above
     """Makes terminals (``Tmux``), each closed at the end."""
-    made: list[Tmux] = []
-
-    def make(command: str, env: dict[str, str], cwd: Path) -> Tmux:
-        made.append(Tmux(command, env, cwd))
-        return made[-1]
-
-    yield make
-    for t in made:
-        t.close()
+    return tmux_factory
 
 
 def _gated(n: int) -> list[dict]:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from musec.client.interactive import PICKER_HINT, picker_rows
 from musec.daemon import protocol as p
 
-from tests.client.test_interactive_tmux import Tmux, prompt_after
+from tests.client.test_interactive_tmux import (
+    Tmux,
+    prompt_after,
+    tmux_factory,  # noqa: F401 - the fixture
+)
 from tests.conftest import BIN, Musec
 
 pytestmark = [pytest.mark.slow,
@@ -20,17 +23,9 @@ pytestmark = [pytest.mark.slow,
 
 
 @pytest.fixture
-def terms() -> Iterator[Callable[..., Tmux]]:
+def terms(tmux_factory):  # noqa: F811 - the fixture imported above
     """Terminals (each its own tmux server), closed after the test."""
-    made: list[Tmux] = []
-
-    def make(command: str, env: dict[str, str], cwd: Path) -> Tmux:
-        made.append(Tmux(command, env, cwd))
-        return made[-1]
-
-    yield make
-    for t in made:
-        t.close()
+    return tmux_factory
 
 
 def _script(tmp_path: Path, *texts: str, name: str = "s.json") -> Path:

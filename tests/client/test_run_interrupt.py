@@ -30,19 +30,25 @@ def _read_until(stream: object, needle: bytes, timeout_s: float = 60) -> bytes:
     return seen
 
 
-def test_the_second_ctrl_c_stops_waiting_and_the_session_ends_interrupted(
-        musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
-    gate = tmp_path / "gate"
+def _slow_run(musec: Musec, repo: Path, tmp_path: Path, hook: str, gate: Path) -> subprocess.Popen:
+    """``musec run`` of a 60 s command, with a ``hook`` (SessionStart or SessionEnd) that
+    waits until ``gate`` exists."""
     config = musec.home / "config"
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text(
-        f'[[hooks.SessionEnd]]\ncommand = "while [ ! -e {gate} ]; do sleep 0.05; done"\nsandbox = false\n')
+        f'[[hooks.{hook}]]\ncommand = "while [ ! -e {gate} ]; do sleep 0.05; done"\nsandbox = false\n')
     script = tmp_path / "slow.json"
     script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "sleep 60; echo slept"}}],
                                             [{"text": "never"}]]}))
-    proc = subprocess.Popen([str(BIN / "musec"), "run", "--model", f"scripted:{script}", "--approval", "auto",
-                             "--agents", "none", "slow"], cwd=buggy_repo, env=musec.env,
+    return subprocess.Popen([str(BIN / "musec"), "run", "--model", f"scripted:{script}", "--approval", "auto",
+                             "--agents", "none", "slow"], cwd=repo, env=musec.env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_the_second_ctrl_c_stops_waiting_and_the_session_ends_interrupted(
+        musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    proc = _slow_run(musec, buggy_repo, tmp_path, "SessionEnd", gate)
     try:
         first = _read_until(proc.stderr, b"\n").decode()
         assert first.startswith("session "), first
@@ -70,16 +76,7 @@ def test_a_ctrl_c_before_the_first_turn_interrupts_it(musec: Musec, buggy_repo: 
     """The Ctrl-C comes while the session starts (a SessionStart hook holds it back): the
     daemon had no turn to cancel and dropped the interrupt, so the task then ran in full."""
     gate = tmp_path / "gate"
-    config = musec.home / "config"
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text(
-        f'[[hooks.SessionStart]]\ncommand = "while [ ! -e {gate} ]; do sleep 0.05; done"\nsandbox = false\n')
-    script = tmp_path / "slow.json"
-    script.write_text(json.dumps({"turns": [[{"tool": "bash", "input": {"command": "sleep 60; echo slept"}}],
-                                            [{"text": "never"}]]}))
-    proc = subprocess.Popen([str(BIN / "musec"), "run", "--model", f"scripted:{script}", "--approval", "auto",
-                             "--agents", "none", "slow"], cwd=buggy_repo, env=musec.env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _slow_run(musec, buggy_repo, tmp_path, "SessionStart", gate)
     try:
         first = _read_until(proc.stderr, b"\n").decode()
         assert first.startswith("session "), first
