@@ -192,6 +192,9 @@ def test_an_edit_approval_shows_the_diff_before_the_question(musec: Musec, buggy
         assert "-    start = number * size" in lines and "+    start = (number - 1) * size" in lines
     term.send("n", "Enter")
     second.wait_for(lambda s: "approval: denied" in s, "the answer seen in the attached terminal")
+    # the script goes on to run the tests again: interrupt at that question (a Ctrl-C sent
+    # while the client moved between the turn's parts was taken as leaving: EXITED=130)
+    term.wait_for(lambda s: "Allow bash(" in s.rpartition("approval: denied")[2], "the next question")
     term.send("C-c")
     term.wait_for(lambda s: prompt_after(s, "interrupt"), "the prompt")
     _leave(term)

@@ -273,7 +273,7 @@ def test_goal_commands_in_an_interactive_session(musec: Musec, buggy_repo: Path,
         ended = None
         while ended is None:  # the goal started a turn by itself, with no message
             msg = conn.recv(120)
-            if isinstance(msg, p.Idle):
+            if isinstance(msg, p.Idle) and msg.exit_reason != "ready":  # "ready": the idle start, kept by request()
                 ended = msg
         assert (ended.exit_reason, ended.result) == ("finished", MET["summary"])
         status = goal("status")
