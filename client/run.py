@@ -99,9 +99,19 @@ def follow_run(
         try:
             code = follower.step()
         except KeyboardInterrupt:
-            code = follower.ctrl_c()
+            code = _ctrl_c(follower)
         if code is not None:
             return code
+
+
+def _ctrl_c(follower: _Follower) -> int | None:
+    """``follower.ctrl_c()``, where a Ctrl-C landing while it runs is the next Ctrl-C (it
+    escaped as a bare exit 130 with nothing said)."""
+    while True:
+        try:
+            return follower.ctrl_c()
+        except KeyboardInterrupt:
+            continue
 
 
 class _Follower:
