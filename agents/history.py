@@ -58,61 +58,8 @@ from .budget import clear_results
 from .clock import WorkClock
 from .compaction import Pinned, PinnedKind
 from .context import ContextMeter, block_chars
+from .core import events as evt
 from .core.conversation import Message, TextBlock, ToolCallBlock, ToolResultBlock, Usage
-from .core.events import (
-    AgentFailed,
-    AgentMessage,
-    AgentSpawned,
-    AnyEvent,
-    ApprovalModeChanged,
-    ApprovalRequested,
-    ApprovalResolved,
-    BaselineSnapshot,
-    CompactionFinished,
-    CompactionStarted,
-    ContextCut,
-    FileEdited,
-    FileEditStarted,
-    GoalChecked,
-    GoalSet,
-    GoalUpdated,
-    GrillRound,
-    HookContext,
-    HookRan,
-    InstructionsAdded,
-    Integration,
-    IntegrationApplied,
-    KernelEvaluated,
-    LogRepaired,
-    McpServerFailed,
-    McpServerRestarting,
-    McpServerStarted,
-    ModelRequest,
-    ModelResponse,
-    ModelRetry,
-    ModelSwitched,
-    NetConnection,
-    PlanApproved,
-    PlanProposed,
-    PlanStarted,
-    PromptBlocked,
-    RateLimited,
-    RepoMap,
-    Review,
-    SessionEnded,
-    SessionResumed,
-    SessionStarted,
-    SkillLoaded,
-    TestRun,
-    ToolFinished,
-    ToolInterrupted,
-    ToolResultsCleared,
-    ToolStarted,
-    TurnEnded,
-    UserMessage,
-    WorkerFinished,
-    WorkerSpawned,
-)
 from .goal.texts import goal_instruction
 from .modelswitch import convert_history
 from .plan import approved_message, planning_message
@@ -123,7 +70,7 @@ from .tools.untrusted import mark_untrusted
 LEGACY_UNTRUSTED_SOURCES = frozenset({"read_file", "grep", "glob", "bash"})
 
 
-def is_untrusted_result(event: ToolFinished) -> bool:
+def is_untrusted_result(event: evt.ToolFinished) -> bool:
     """Whether a ``tool_finished`` event's content is outside data (see the module doc)."""
     if isinstance(event.untrusted, bool):
         return event.untrusted
@@ -163,17 +110,17 @@ class History:
         self.stored: Callable[[str], str] | None = None
         self.pinned: list[Pinned] = []
         self.message_seqs: list[int] = []
-        self.pending: CompactionStarted | None = None
+        self.pending: evt.CompactionStarted | None = None
         self.compactions = 0
-        self.last_compaction: CompactionFinished | None = None
+        self.last_compaction: evt.CompactionFinished | None = None
         self._seq = -1
 
-    def apply(self, event: AnyEvent) -> None:
+    def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event into the history (others' events are ignored, but a message to this one)."""
         self.clock.tick(event)
         self._seq = event.seq
         match event:
-            case AgentMessage():
+            case evt.AgentMessage():
                 if event.to != self.agent:
                     return
                 text = f"[message from agent {event.from_}, priority {event.priority}]\n{event.body}"
@@ -181,38 +128,38 @@ class History:
                 # flight (tool results must come first in their message), else at once.
                 self._held.append((TextBlock(text), None))
                 self._release_held()
-            case InstructionsAdded() | HookContext() | SkillLoaded():
+            case evt.InstructionsAdded() | evt.HookContext() | evt.SkillLoaded():
                 if event.agent == self.agent:
                     self._added_text(event)
-            case UserMessage():
+            case evt.UserMessage():
                 if event.agent == self.agent:
                     self._user_message(event)
                     self._afresh(event.ts)
-            case TurnEnded():
+            case evt.TurnEnded():
                 if event.agent == self.agent:
                     self.clock.stop()
-            case SessionResumed():
+            case evt.SessionResumed():
                 if event.continues and event.agent == self.agent:  # a stopped turn gone on with: counted afresh
                     self._afresh(event.ts)
-            case ModelRequest():
+            case evt.ModelRequest():
                 if event.agent == self.agent:
                     chars = event.request_chars if isinstance(event.request_chars, int) else 0
                     self.context.on_request(event.provider, chars)
-            case ModelSwitched():
+            case evt.ModelSwitched():
                 if event.agent == self.agent:
                     self.messages, _ = convert_history(self.messages)
                     self.context.switch(event.context_window_tokens or None)
-            case ToolResultsCleared():
+            case evt.ToolResultsCleared():
                 if event.agent == self.agent:
                     self.messages = clear_results(self.messages, event.where)
                     self.cleared |= set(event.where)
-            case GoalSet() | GoalChecked() | GoalUpdated():
+            case evt.GoalSet() | evt.GoalChecked() | evt.GoalUpdated():
                 if event.agent == self.agent:
                     self._goal(event)
-            case CompactionStarted() | CompactionFinished():
+            case evt.CompactionStarted() | evt.CompactionFinished():
                 if event.agent == self.agent:
                     self._compaction(event)
-            case ModelResponse():
+            case evt.ModelResponse():
                 if event.agent == self.agent:
                     self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
                     self.messages.append(Message("assistant", list(event.content)))
@@ -222,7 +169,7 @@ class History:
                     self.tokens_in += int(event.usage.get("input_tokens", 0))
                     self.tokens_out += int(event.usage.get("output_tokens", 0))
                     self.cost_usd += float(event.cost_usd)
-            case ToolFinished():
+            case evt.ToolFinished():
                 if event.agent == self.agent:
                     if isinstance(event.blob, str):
                         self.result_blobs[event.call_id] = event.blob
@@ -231,25 +178,25 @@ class History:
                         content = mark_untrusted(event.tool, content, self.stored(content) if self.stored else None)
                     self._user_block(ToolResultBlock(event.call_id, content, bool(event.is_error)))
                     self._release_held()
-            case PlanStarted() | PlanApproved():
+            case evt.PlanStarted() | evt.PlanApproved():
                 if event.agent == self.agent:
                     self._plan(event)
-            case ToolInterrupted():
+            case evt.ToolInterrupted():
                 if event.agent == self.agent:
                     text = f"[tool call interrupted: {event.reason}; it may have partly run]"
                     self._user_block(ToolResultBlock(event.call_id, text, True))
                     self._release_held()
-            case (SessionStarted() | LogRepaired() | SessionEnded()
-                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
-                  | FileEditStarted() | FileEdited() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review() | KernelEvaluated() | PlanProposed() | GrillRound()
-                  | NetConnection() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
-                  | McpServerFailed() | ContextCut()):
+            case (evt.SessionStarted() | evt.LogRepaired() | evt.SessionEnded()
+                  | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged() | evt.ToolStarted()
+                  | evt.FileEditStarted() | evt.FileEdited() | evt.AgentSpawned() | evt.AgentFailed() | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration()
+                  | evt.IntegrationApplied() | evt.TestRun() | evt.BaselineSnapshot() | evt.RepoMap() | evt.Review() | evt.KernelEvaluated() | evt.PlanProposed() | evt.GrillRound()
+                  | evt.NetConnection() | evt.HookRan() | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting()
+                  | evt.McpServerFailed() | evt.ContextCut()):
                 pass  # no part of the conversation
             case _:
                 assert_never(event)
 
-    def _user_message(self, event: UserMessage) -> None:
+    def _user_message(self, event: evt.UserMessage) -> None:
         """A person's message: its text (pinned: a compaction keeps it verbatim), then one
         block per file its ``@path`` mentions attached (``agents/attachments.py``; not
         pinned: a compaction may summarise a file)."""
@@ -259,15 +206,15 @@ class History:
         for block in files:
             self._user_block(TextBlock(block))
 
-    def _goal(self, event: GoalSet | GoalChecked | GoalUpdated) -> None:
+    def _goal(self, event: evt.GoalSet | evt.GoalChecked | evt.GoalUpdated) -> None:
         """What a goal event tells this agent: like a person's message, it starts the turn
         count and the working time again."""
-        if isinstance(event, GoalSet):
+        if isinstance(event, evt.GoalSet):
             self.goal_condition = event.condition
         text = goal_instruction(event, self.goal_condition)
         if text:
             # the goal the person set survives compaction verbatim; a judgment does not need to
-            self._held.append((TextBlock(text), "instructions" if isinstance(event, GoalSet) else None))
+            self._held.append((TextBlock(text), "instructions" if isinstance(event, evt.GoalSet) else None))
             self._release_held()
             self.turns_since_user = 0
             self.clock.start(event.ts, afresh=True)
@@ -281,10 +228,10 @@ class History:
         """Seconds worked since the latest person's message, up to ``now`` (Unix seconds)."""
         return self.clock.seconds(now)
 
-    def _plan(self, event: PlanStarted | PlanApproved) -> None:
+    def _plan(self, event: evt.PlanStarted | evt.PlanApproved) -> None:
         """Plan mode's instructions when it starts; the approved plan, as a person's word, when
         it ends (a fresh start keeps nothing else)."""
-        if isinstance(event, PlanStarted):
+        if isinstance(event, evt.PlanStarted):
             self._held.append((TextBlock(planning_message(event)), None))
             self._release_held()
             return
@@ -310,18 +257,18 @@ class History:
         if pin is not None and isinstance(block, TextBlock):
             self.pinned.append(Pinned(pin, block.text, len(self.messages) - 1))
 
-    def _added_text(self, event: InstructionsAdded | HookContext | SkillLoaded) -> None:
+    def _added_text(self, event: evt.InstructionsAdded | evt.HookContext | evt.SkillLoaded) -> None:
         """Text added at the next turn boundary; AGENTS.md files and skills are pinned."""
-        if isinstance(event, InstructionsAdded):
+        if isinstance(event, evt.InstructionsAdded):
             self.instructions_loaded.add(event.path)
-        pin: PinnedKind | None = "instructions" if isinstance(event, InstructionsAdded) else (
-            "skill" if isinstance(event, SkillLoaded) else None)
+        pin: PinnedKind | None = "instructions" if isinstance(event, evt.InstructionsAdded) else (
+            "skill" if isinstance(event, evt.SkillLoaded) else None)
         self._held.append((TextBlock(event.text), pin))
         self._release_held()
 
-    def _compaction(self, event: CompactionStarted | CompactionFinished) -> None:
+    def _compaction(self, event: evt.CompactionStarted | evt.CompactionFinished) -> None:
         """A compaction of this agent: under way (``pending``), or done (the new start)."""
-        if isinstance(event, CompactionStarted):
+        if isinstance(event, evt.CompactionStarted):
             self.pending = event
             return
         if event.applied is False:  # it would not have been smaller: nothing changes

@@ -8,60 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
-from musec.agents.core.events import (
-    AgentFailed,
-    AgentMessage,
-    AgentSpawned,
-    AnyEvent,
-    ApprovalModeChanged,
-    ApprovalRequested,
-    ApprovalResolved,
-    BaselineSnapshot,
-    CompactionFinished,
-    CompactionStarted,
-    ContextCut,
-    FileEdited,
-    FileEditStarted,
-    GoalChecked,
-    GoalSet,
-    GoalUpdated,
-    GrillRound,
-    HookContext,
-    HookRan,
-    InstructionsAdded,
-    Integration,
-    IntegrationApplied,
-    KernelEvaluated,
-    LogRepaired,
-    McpServerFailed,
-    McpServerRestarting,
-    McpServerStarted,
-    ModelRequest,
-    ModelResponse,
-    ModelRetry,
-    ModelSwitched,
-    NetConnection,
-    PlanApproved,
-    PlanProposed,
-    PlanStarted,
-    PromptBlocked,
-    RateLimited,
-    RepoMap,
-    Review,
-    SessionEnded,
-    SessionResumed,
-    SessionStarted,
-    SkillLoaded,
-    TestRun,
-    ToolFinished,
-    ToolInterrupted,
-    ToolResultsCleared,
-    ToolStarted,
-    TurnEnded,
-    UserMessage,
-    WorkerFinished,
-    WorkerSpawned,
-)
+from musec.agents.core import events as evt
 from musec.agents.workers.state import FanoutState
 
 from . import protocol as p
@@ -78,27 +25,27 @@ class WorkersView:
     fanout: FanoutState = field(default_factory=FanoutState)
     usage: dict[str, list[float]] = field(default_factory=dict)
 
-    def apply(self, event: AnyEvent) -> None:
+    def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event."""
         self.fanout.apply(event)
         match event:
-            case ModelResponse() | CompactionFinished():  # a summarising call is a model call too
+            case evt.ModelResponse() | evt.CompactionFinished():  # a summarising call is a model call too
                 if event.agent.startswith("worker:"):
                     u = self.usage.setdefault(event.agent.removeprefix("worker:"), [0, 0, 0.0])
                     u[0] += int(event.usage.get("input_tokens", 0))
                     u[1] += int(event.usage.get("output_tokens", 0))
                     u[2] += float(event.cost_usd)
-            case (ModelSwitched() | ToolResultsCleared()
-                  | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
-                  | AgentMessage() | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested()
-                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
-                  | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
-                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
-                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()
-                  | CompactionStarted() | ContextCut()):
+            case (evt.ModelSwitched() | evt.ToolResultsCleared()
+                  | evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.UserMessage()
+                  | evt.AgentMessage() | evt.ModelRequest() | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested()
+                  | evt.ApprovalResolved() | evt.ApprovalModeChanged() | evt.ToolStarted() | evt.FileEditStarted() | evt.FileEdited() | evt.ToolFinished() | evt.ToolInterrupted()
+                  | evt.AgentSpawned() | evt.AgentFailed() | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration()
+                  | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap() | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
+                  | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound()
+                  | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded() | evt.HookContext() | evt.HookRan()
+                  | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting() | evt.McpServerFailed()
+                  | evt.GoalSet() | evt.GoalChecked() | evt.GoalUpdated()
+                  | evt.CompactionStarted() | evt.ContextCut()):
                 pass
             case _:
                 assert_never(event)
@@ -165,46 +112,46 @@ class AgentsView:
     roles: dict[str, str] = field(default_factory=lambda: {"main": "main"})
     ended: bool = False
 
-    def apply(self, event: AnyEvent) -> None:
+    def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event."""
         info = self.seen.setdefault(event.agent, AgentActivity())
         info.events += 1
         info.last = float(event.ts)
         match event:
-            case SessionStarted():
+            case evt.SessionStarted():
                 for role in event.background:
                     self.roles[role] = role
-            case AgentSpawned():
+            case evt.AgentSpawned():
                 self.roles[event.agent] = event.role
-            case ModelRequest():
+            case evt.ModelRequest():
                 info.model = event.catalog_id or info.model or event.model
                 _context_of(info, event)
-            case ModelSwitched():
+            case evt.ModelSwitched():
                 info.model = event.model
                 _context_of(info, event)
-            case ModelResponse() | CompactionFinished():
+            case evt.ModelResponse() | evt.CompactionFinished():
                 info.tokens_in += int(event.usage.get("input_tokens", 0))
                 info.tokens_out += int(event.usage.get("output_tokens", 0))
                 info.cost += float(event.cost_usd)
-                if isinstance(event, ModelResponse):
+                if isinstance(event, evt.ModelResponse):
                     _context_of(info, event)
-            case WorkerFinished():
+            case evt.WorkerFinished():
                 worker = self.seen.setdefault(f"worker:{event.worker}", AgentActivity(**vars(info)))
                 worker.state = event.exit_reason
-            case AgentFailed():
+            case evt.AgentFailed():
                 info.state = "failed, restarting"
-            case SessionEnded():
+            case evt.SessionEnded():
                 self.ended = True
-            case (ToolResultsCleared()
-                  | SessionResumed() | LogRepaired() | TurnEnded() | UserMessage() | AgentMessage()
-                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged() | ToolStarted()
-                  | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | WorkerSpawned() | Integration()
-                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
-                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
-                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()
-                  | CompactionStarted() | ContextCut()):
+            case (evt.ToolResultsCleared()
+                  | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.UserMessage() | evt.AgentMessage()
+                  | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged() | evt.ToolStarted()
+                  | evt.FileEditStarted() | evt.FileEdited() | evt.ToolFinished() | evt.ToolInterrupted() | evt.WorkerSpawned() | evt.Integration()
+                  | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap() | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
+                  | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound()
+                  | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded() | evt.HookContext() | evt.HookRan()
+                  | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting() | evt.McpServerFailed()
+                  | evt.GoalSet() | evt.GoalChecked() | evt.GoalUpdated()
+                  | evt.CompactionStarted() | evt.ContextCut()):
                 pass
             case _:
                 assert_never(event)
@@ -242,7 +189,7 @@ def list_agents(index: SessionIndex, session_id: str, request_id: int) -> Any:
     return p.Agents(id=request_id, session_id=sid, agents=out)
 
 
-def _context_of(info: AgentActivity, event: ModelRequest | ModelResponse | ModelSwitched) -> None:
+def _context_of(info: AgentActivity, event: evt.ModelRequest | evt.ModelResponse | evt.ModelSwitched) -> None:
     """The context fields an event carries (agents/context.py), kept as the agent's latest."""
     if isinstance(event.context_tokens, int):
         window = event.context_window_tokens if isinstance(event.context_window_tokens, int) else 0
@@ -265,12 +212,12 @@ class CostsView:
     rows: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     retries: int = 0
 
-    def apply(self, event: AnyEvent) -> None:
+    def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event."""
         match event:
-            case ModelRetry():
+            case evt.ModelRetry():
                 self.retries += 1
-            case ModelResponse() | CompactionFinished():  # a summarising call is charged like any call
+            case evt.ModelResponse() | evt.CompactionFinished():  # a summarising call is charged like any call
                 row = self.rows.setdefault((event.agent, event.model),
                                            {"calls": 0, "in": 0, "out": 0, "cr": 0, "cw": 0, "usd": 0.0})
                 usage = event.usage
@@ -280,17 +227,17 @@ class CostsView:
                 row["cr"] += int(usage.get("cache_read_tokens", 0))
                 row["cw"] += int(usage.get("cache_write_tokens", 0))
                 row["usd"] += float(event.cost_usd)
-            case (ModelSwitched() | ToolResultsCleared()
-                  | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage()
-                  | AgentMessage() | ModelRequest() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged()
-                  | ToolStarted() | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
-                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
-                  | Review() | BaselineSnapshot() | KernelEvaluated()
-                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
-                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()
-                  | CompactionStarted() | ContextCut()):
+            case (evt.ModelSwitched() | evt.ToolResultsCleared()
+                  | evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.UserMessage()
+                  | evt.AgentMessage() | evt.ModelRequest() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged()
+                  | evt.ToolStarted() | evt.FileEditStarted() | evt.FileEdited() | evt.ToolFinished() | evt.ToolInterrupted() | evt.AgentSpawned() | evt.AgentFailed()
+                  | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration() | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap()
+                  | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
+                  | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound()
+                  | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded() | evt.HookContext() | evt.HookRan()
+                  | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting() | evt.McpServerFailed()
+                  | evt.GoalSet() | evt.GoalChecked() | evt.GoalUpdated()
+                  | evt.CompactionStarted() | evt.ContextCut()):
                 pass
             case _:
                 assert_never(event)
@@ -339,34 +286,34 @@ class Counters:
         self.client_msg_ids: set[str] = set()
         self.skills_loaded: set[str] = set()
 
-    def apply(self, event: AnyEvent) -> None:
+    def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event into the totals."""
         match event:
-            case ModelResponse() | CompactionFinished():
-                if isinstance(event, ModelResponse):
+            case evt.ModelResponse() | evt.CompactionFinished():
+                if isinstance(event, evt.ModelResponse):
                     self.turns += 1  # a summarising call is no turn, but its tokens and cost count
                 self.cost_usd += float(event.cost_usd)
                 for k, v in event.usage.items():
                     if isinstance(v, int):
                         self.usage[k] = self.usage.get(k, 0) + v
-            case UserMessage():
+            case evt.UserMessage():
                 if event.client_msg_id:
                     self.client_msg_ids.add(event.client_msg_id)
-            case SkillLoaded():
+            case evt.SkillLoaded():
                 self.skills_loaded.add(event.name)
-            case ToolStarted():
+            case evt.ToolStarted():
                 self.tool_calls += 1
-            case (ModelSwitched() | ToolResultsCleared()
-                  | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
-                  | ModelRequest() | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ApprovalModeChanged()
-                  | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted() | AgentSpawned() | AgentFailed()
-                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | TestRun() | RepoMap()
-                  | Review() | BaselineSnapshot() | KernelEvaluated()
-                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound() | NetConnection() | InstructionsAdded()
-                  | HookContext() | HookRan() | PromptBlocked() | McpServerStarted()
-                  | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()
-                  | CompactionStarted() | ContextCut()):
+            case (evt.ModelSwitched() | evt.ToolResultsCleared()
+                  | evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.AgentMessage()
+                  | evt.ModelRequest() | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged()
+                  | evt.FileEditStarted() | evt.FileEdited() | evt.ToolFinished() | evt.ToolInterrupted() | evt.AgentSpawned() | evt.AgentFailed()
+                  | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration() | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap()
+                  | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
+                  | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound() | evt.NetConnection() | evt.InstructionsAdded()
+                  | evt.HookContext() | evt.HookRan() | evt.PromptBlocked() | evt.McpServerStarted()
+                  | evt.McpServerRestarting() | evt.McpServerFailed()
+                  | evt.GoalSet() | evt.GoalChecked() | evt.GoalUpdated()
+                  | evt.CompactionStarted() | evt.ContextCut()):
                 pass
             case _:
                 assert_never(event)

@@ -19,58 +19,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
 import anyio.to_thread
-from musec.agents.core import events as typed
-from musec.agents.core.events import (
-    AgentFailed,
-    AgentMessage,
-    AgentSpawned,
-    AnyEvent,
-    ApprovalModeChanged,
-    ApprovalRequested,
-    ApprovalResolved,
-    BaselineSnapshot,
-    FileEdited,
-    FileEditStarted,
-    GoalChecked,
-    GoalSet,
-    GoalUpdated,
-    GrillRound,
-    HookContext,
-    HookRan,
-    InstructionsAdded,
-    Integration,
-    IntegrationApplied,
-    KernelEvaluated,
-    LogRepaired,
-    McpServerFailed,
-    McpServerRestarting,
-    McpServerStarted,
-    ModelRequest,
-    ModelResponse,
-    ModelRetry,
-    ModelSwitched,
-    NetConnection,
-    PlanApproved,
-    PlanProposed,
-    PlanStarted,
-    PromptBlocked,
-    RateLimited,
-    RepoMap,
-    Review,
-    SessionEnded,
-    SessionResumed,
-    SessionStarted,
-    SkillLoaded,
-    TestRun,
-    ToolFinished,
-    ToolInterrupted,
-    ToolResultsCleared,
-    ToolStarted,
-    TurnEnded,
-    UserMessage,
-    WorkerFinished,
-    WorkerSpawned,
-)
+from musec.agents.core import events as evt
 from musec.agents.workers.state import FanoutState
 
 from . import protocol as p
@@ -101,57 +50,57 @@ class ResumeState:
     """
 
     events: int = 0
-    open_calls: dict[str, ToolStarted] = field(default_factory=dict)
+    open_calls: dict[str, evt.ToolStarted] = field(default_factory=dict)
     in_turn: bool = False
     fanout: FanoutState = field(default_factory=FanoutState)
     approval: str = ""  # the last ``/approval MODE`` switch ("" when none)
-    edits_announced: dict[str, FileEditStarted] = field(default_factory=dict)
+    edits_announced: dict[str, evt.FileEditStarted] = field(default_factory=dict)
     edits_logged: set[str] = field(default_factory=set)
-    approvals_asked: dict[str, ApprovalRequested] = field(default_factory=dict)
+    approvals_asked: dict[str, evt.ApprovalRequested] = field(default_factory=dict)
     last_stop: str = ""
 
-    def apply(self, event: AnyEvent) -> None:
+    def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event."""
         self.events += 1
         self.fanout.apply(event)
         match event:
-            case ToolStarted():
+            case evt.ToolStarted():
                 self.open_calls[event.call_id] = event
-            case ToolFinished() | ToolInterrupted():
+            case evt.ToolFinished() | evt.ToolInterrupted():
                 self.open_calls.pop(event.call_id, None)
                 self.edits_announced.pop(event.call_id, None)
                 self.edits_logged.discard(event.call_id)
-            case FileEditStarted():
+            case evt.FileEditStarted():
                 self.edits_announced[event.call_id] = event
-            case FileEdited():
+            case evt.FileEdited():
                 self.edits_logged.add(event.call_id)
-            case ApprovalRequested():
+            case evt.ApprovalRequested():
                 self.approvals_asked[event.call_id] = event
-            case ApprovalResolved():
+            case evt.ApprovalResolved():
                 self.approvals_asked.pop(event.call_id, None)
-            case UserMessage():
+            case evt.UserMessage():
                 self.in_turn = True
                 if event.agent == "main":
                     self.last_stop = ""
-            case TurnEnded():
+            case evt.TurnEnded():
                 self.in_turn = False
                 self.last_stop = event.exit_reason
-            case ApprovalModeChanged():
+            case evt.ApprovalModeChanged():
                 self.approval = event.approval
-            case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
-                  | ModelResponse() | ModelSwitched() | ToolResultsCleared() | ModelRetry() | RateLimited()
-                  | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished() | Integration()
-                  | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
-                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
-                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated() | typed.CompactionStarted() | typed.CompactionFinished() | typed.ContextCut()):
+            case (evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.SessionEnded() | evt.AgentMessage() | evt.ModelRequest()
+                  | evt.ModelResponse() | evt.ModelSwitched() | evt.ToolResultsCleared() | evt.ModelRetry() | evt.RateLimited()
+                  | evt.AgentSpawned() | evt.AgentFailed() | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration()
+                  | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap() | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
+                  | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound()
+                  | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded() | evt.HookContext() | evt.HookRan()
+                  | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting() | evt.McpServerFailed()
+                  | evt.GoalSet() | evt.GoalChecked() | evt.GoalUpdated() | evt.CompactionStarted() | evt.CompactionFinished() | evt.ContextCut()):
                 pass
             case _:
                 assert_never(event)
 
 
-def fold_for_resume(events: Iterable[AnyEvent], appliers: list[Callable[[AnyEvent], None]]) -> ResumeState:
+def fold_for_resume(events: Iterable[evt.AnyEvent], appliers: list[Callable[[evt.AnyEvent], None]]) -> ResumeState:
     """One pass over a log's events: feed each to ``appliers`` and gather ``ResumeState``."""
     state = ResumeState()
     for event in events:
@@ -161,14 +110,14 @@ def fold_for_resume(events: Iterable[AnyEvent], appliers: list[Callable[[AnyEven
     return state
 
 
-def first_event(path: Path, refill: Callable[[bytes], bytes] | None = None) -> SessionStarted:
+def first_event(path: Path, refill: Callable[[bytes], bytes] | None = None) -> evt.SessionStarted:
     """The ``session_started`` a log begins with (``refill``: as ``iter_events``).
 
     Raises:
         LogCorrupt: the log does not begin with one.
     """
     first = next(iter_events(path, refill), None)
-    if not isinstance(first, SessionStarted):
+    if not isinstance(first, evt.SessionStarted):
         raise LogCorrupt(f"{path.name} does not begin with session_started; it cannot be resumed")
     return first
 
@@ -262,7 +211,7 @@ def _settle(session: Session, state: ResumeState, req: p.ResumeSession, workspac
     interrupted."""
     agent = session.agent
     if report.torn_bytes:
-        session.record(LogRepaired(torn_bytes=report.torn_bytes, torn_path=report.torn_path))
+        session.record(evt.LogRepaired(torn_bytes=report.torn_bytes, torn_path=report.torn_path))
     cut = list(state.open_calls.values())
     if state.fanout.pending and any(call.tool == "spawn_workers" for call in cut):
         session.resume_fanout = (state.fanout.pending, state.fanout.pending_finished)
@@ -271,12 +220,12 @@ def _settle(session: Session, state: ResumeState, req: p.ResumeSession, workspac
     session.last_stop = state.last_stop
     if req.budget_usd:  # this run's spending from now on (the session's own cap is not kept)
         agent.budget_usd = agent.history.cost_usd + req.budget_usd
-    session.record(SessionResumed(pid=os.getpid(), interrupted_calls=interrupted, approval=agent.approval_mode,
-                                  continues=continues or typed.UNSET))
+    session.record(evt.SessionResumed(pid=os.getpid(), interrupted_calls=interrupted, approval=agent.approval_mode,
+                                  continues=continues or evt.UNSET))
     return interrupted
 
 
-def _setup_facts(path: Path, refill: Callable[[bytes], bytes]) -> tuple[SessionStarted, str, Any]:
+def _setup_facts(path: Path, refill: Callable[[bytes], bytes]) -> tuple[evt.SessionStarted, str, Any]:
     """What building a resumed session's agents reads of its log (each a pass over the
     whole log: run in a worker thread): its ``session_started``, its main agent's model
     now, and a kernel campaign's evaluations (``agent_setup.campaign_past``; ``None``
@@ -287,7 +236,7 @@ def _setup_facts(path: Path, refill: Callable[[bytes], bytes]) -> tuple[SessionS
     return started, current_model(path, started.model), campaign_past(path) if started.kernel_spec else None
 
 
-def _answer_cut_calls(session: Session, state: ResumeState, cut: list[ToolStarted], workspace: Path) -> list[str]:
+def _answer_cut_calls(session: Session, state: ResumeState, cut: list[evt.ToolStarted], workspace: Path) -> list[str]:
     """Answer each call the stop cut off: a file write with what landed (``landed``), any
     other call as interrupted (never run again). Returns the ids of the interrupted ones."""
     from .landed import WRITE_TOOLS, settle_write
@@ -299,7 +248,7 @@ def _answer_cut_calls(session: Session, state: ResumeState, cut: list[ToolStarte
                                       workspace if call.agent == "main" else None):
                 session.record(event)
             continue
-        session.record(ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
+        session.record(evt.ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
                                        reason="the daemon stopped while it ran"))
         interrupted.append(call.call_id)
     return interrupted
@@ -332,7 +281,7 @@ def current_model(path: Path, started_model: str) -> str:
                     event = decode_event(line)
                 except (msgspec.DecodeError, msgspec.ValidationError):
                     continue  # a torn last line: the open has cut it off
-                if isinstance(event, ModelSwitched) and event.model:
+                if isinstance(event, evt.ModelSwitched) and event.model:
                     model = event.model
     return model
 
@@ -369,12 +318,12 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
     except LogCorrupt as exc:
         return p.ReplayResult(id=request_id, session_id=sid, ok=False, events=0, model_requests=0, turns=0, problems=[str(exc)])
     started = events[0] if events else None
-    if not isinstance(started, SessionStarted):
+    if not isinstance(started, evt.SessionStarted):
         raise LogCorrupt(f"{path.name} does not begin with session_started; it cannot be replayed")
-    spawned = {ev.agent: ev for ev in events if isinstance(ev, AgentSpawned)}
+    spawned = {ev.agent: ev for ev in events if isinstance(ev, evt.AgentSpawned)}
     agents: dict[str, Agent] = {}
 
-    def agent_for(ev: ModelRequest) -> Agent:
+    def agent_for(ev: evt.ModelRequest) -> Agent:
         if ev.agent not in agents:
             own = spawned.get(ev.agent)
             offered = own.tools if own is not None else started.tools
@@ -395,7 +344,7 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
     requests = redacted = 0
     digests: dict[str, PrefixDigest] = {}
     for ev in events:
-        if isinstance(ev, ModelRequest):
+        if isinstance(ev, evt.ModelRequest):
             agent = agent_for(ev)
             if (agent.provider.name, agent.provider.model) != (ev.provider, ev.model):
                 agent.provider = _ReplayModel(ev.provider, ev.model)  # the model was switched
@@ -410,7 +359,7 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
             agent.history.apply(ev)
     main = agents.get("main")
     next_digest = request_digest(main.build_request()) if main else ""
-    turns = sum(1 for ev in events if isinstance(ev, ModelResponse))
+    turns = sum(1 for ev in events if isinstance(ev, evt.ModelResponse))
     return p.ReplayResult(id=request_id, session_id=sid, ok=not problems, events=len(events), model_requests=requests,
                           turns=turns, problems=problems, next_request_digest=next_digest, redacted_requests=redacted)
 
@@ -481,7 +430,7 @@ class PrefixDigest:
         return empty[:at], empty[at:]
 
 
-def _tools_for(names: list[str], started: SessionStarted, *, worker: bool) -> list[Any]:
+def _tools_for(names: list[str], started: evt.SessionStarted, *, worker: bool) -> list[Any]:
     """The tools an agent was offered, in order, as ``names`` in its ``session_started``
     (main) or ``agent_spawned`` (``worker``) event: the session's skills for the main agent,
     a kernel campaign's tools (named by ``started``) for every agent of the campaign."""
@@ -508,7 +457,7 @@ def _tools_for(names: list[str], started: SessionStarted, *, worker: bool) -> li
     return [available[name] for name in names if name in available]
 
 
-def _mcp_tools_for(agent_id: str, events: list[AnyEvent]) -> list[Any]:
+def _mcp_tools_for(agent_id: str, events: list[evt.AnyEvent]) -> list[Any]:
     """The main agent's MCP tools as the live run offered them: each server's first listing
     (``mcp_server_started``) before the request being rebuilt."""
     from musec.agents.mcp import McpTool, ToolInfo, tool_name
@@ -518,7 +467,7 @@ def _mcp_tools_for(agent_id: str, events: list[AnyEvent]) -> list[Any]:
     out: list[Any] = []
     seen_servers: set[str] = set()
     for ev in events:
-        if not isinstance(ev, McpServerStarted) or ev.server in seen_servers:
+        if not isinstance(ev, evt.McpServerStarted) or ev.server in seen_servers:
             continue
         seen_servers.add(ev.server)
         for t in ev.tools:

@@ -18,61 +18,8 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from ..clock import WorkClock
+from ..core import events as evt
 from ..core.conversation import TextBlock, ToolCallBlock
-from ..core.events import (
-    AgentFailed,
-    AgentMessage,
-    AgentSpawned,
-    AnyEvent,
-    ApprovalModeChanged,
-    ApprovalRequested,
-    ApprovalResolved,
-    BaselineSnapshot,
-    CompactionFinished,
-    CompactionStarted,
-    ContextCut,
-    FileEdited,
-    FileEditStarted,
-    GoalChecked,
-    GoalSet,
-    GoalUpdated,
-    GrillRound,
-    HookContext,
-    HookRan,
-    InstructionsAdded,
-    Integration,
-    IntegrationApplied,
-    KernelEvaluated,
-    LogRepaired,
-    McpServerFailed,
-    McpServerRestarting,
-    McpServerStarted,
-    ModelRequest,
-    ModelResponse,
-    ModelRetry,
-    ModelSwitched,
-    NetConnection,
-    PlanApproved,
-    PlanProposed,
-    PlanStarted,
-    PromptBlocked,
-    RateLimited,
-    RepoMap,
-    Review,
-    SessionEnded,
-    SessionResumed,
-    SessionStarted,
-    SkillLoaded,
-    TestRun,
-    ToolFinished,
-    ToolInterrupted,
-    ToolResultsCleared,
-    ToolStarted,
-    TurnEnded,
-    UserMessage,
-    WorkerFinished,
-    WorkerSpawned,
-)
 
 __all__ = ["ENDED", "EVALUATOR", "GoalState"]
 
@@ -140,16 +87,16 @@ class GoalState:
         """Seconds worked on the goal (its clock runs while the agents work on it)."""
         return self.clock.seconds(time.time() if now is None else now)
 
-    def apply(self, event: AnyEvent) -> None:
+    def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event (every type is decided here, ``assert_never`` for the rest)."""
         if self.active:
             self.clock.tick(event)
         match event:
-            case GoalSet():
+            case evt.GoalSet():
                 self._set(event)
-            case GoalChecked():
+            case evt.GoalChecked():
                 self._checked(event)
-            case GoalUpdated():
+            case evt.GoalUpdated():
                 self.status, self.reason = event.status, event.reason
                 self.summary = event.summary if isinstance(event.summary, str) else self.summary
                 if self.active:
@@ -158,32 +105,32 @@ class GoalState:
                 else:
                     self.clock.stop()
                     self.awaiting = False
-            case TurnEnded():
+            case evt.TurnEnded():
                 if self.active:
                     self.clock.stop()
-            case UserMessage():
+            case evt.UserMessage():
                 if self.active and event.agent == self.agent:
                     self.clock.start(event.ts)
                     self.awaiting = False
                 elif self.active and event.agent == EVALUATOR:
                     self.asked, self.answer = True, None
-            case ModelResponse():
+            case evt.ModelResponse():
                 if self.active:
                     self._response(event)
-            case (SessionStarted() | SessionResumed() | LogRepaired() | SessionEnded() | AgentMessage() | ModelRequest()
-                  | ModelRetry() | RateLimited() | ApprovalRequested() | ApprovalResolved() | ToolStarted() | FileEditStarted() | FileEdited()
-                  | ToolFinished() | ToolInterrupted() | NetConnection() | InstructionsAdded() | SkillLoaded()
-                  | HookContext() | HookRan() | PromptBlocked() | McpServerStarted() | McpServerRestarting()
-                  | McpServerFailed() | AgentSpawned() | AgentFailed() | WorkerSpawned() | WorkerFinished()
-                  | Integration() | IntegrationApplied() | TestRun() | BaselineSnapshot() | RepoMap() | Review()
-                  | KernelEvaluated() | ModelSwitched() | ToolResultsCleared() | ApprovalModeChanged()
-                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
-                  | CompactionStarted() | CompactionFinished() | ContextCut()):
+            case (evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.SessionEnded() | evt.AgentMessage() | evt.ModelRequest()
+                  | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ToolStarted() | evt.FileEditStarted() | evt.FileEdited()
+                  | evt.ToolFinished() | evt.ToolInterrupted() | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded()
+                  | evt.HookContext() | evt.HookRan() | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting()
+                  | evt.McpServerFailed() | evt.AgentSpawned() | evt.AgentFailed() | evt.WorkerSpawned() | evt.WorkerFinished()
+                  | evt.Integration() | evt.IntegrationApplied() | evt.TestRun() | evt.BaselineSnapshot() | evt.RepoMap() | evt.Review()
+                  | evt.KernelEvaluated() | evt.ModelSwitched() | evt.ToolResultsCleared() | evt.ApprovalModeChanged()
+                  | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound()
+                  | evt.CompactionStarted() | evt.CompactionFinished() | evt.ContextCut()):
                 pass  # no part of a goal (the clock above counts their time)
             case _:
                 assert_never(event)
 
-    def _set(self, event: GoalSet) -> None:
+    def _set(self, event: evt.GoalSet) -> None:
         self.goals += 1
         self.goal_id = event.goal_id or f"g{self.goals}"
         self.condition, self.check, self.set_by, self.diff_hash = event.condition, event.check, event.by, event.diff_hash
@@ -197,7 +144,7 @@ class GoalState:
         self.awaiting, self.asked, self.answer = False, False, None
         self.last_text = self.last_blocker = self.last_reason = self.reason = self.summary = self.check_output = ""
 
-    def _checked(self, event: GoalChecked) -> None:
+    def _checked(self, event: evt.GoalChecked) -> None:
         self.checks = max(self.checks, event.n)
         if event.by == "check" and event.verdict == "met":
             self.evaluator_due = event.n
@@ -214,7 +161,7 @@ class GoalState:
         if event.instruct:
             self.clock.start(event.ts)
 
-    def _response(self, event: ModelResponse) -> None:
+    def _response(self, event: evt.ModelResponse) -> None:
         self.cost_usd += float(event.cost_usd)
         text = "".join(b.text for b in event.content if isinstance(b, TextBlock))
         if event.agent == EVALUATOR and self.asked:

@@ -20,60 +20,7 @@ import anyio
 import msgspec
 import structlog
 
-from ..core.events import (
-    AgentFailed,
-    AgentMessage,
-    AgentSpawned,
-    AnyEvent,
-    ApprovalModeChanged,
-    ApprovalRequested,
-    ApprovalResolved,
-    BaselineSnapshot,
-    CompactionFinished,
-    CompactionStarted,
-    ContextCut,
-    FileEdited,
-    FileEditStarted,
-    GoalChecked,
-    GoalSet,
-    GoalUpdated,
-    GrillRound,
-    HookContext,
-    HookRan,
-    InstructionsAdded,
-    Integration,
-    IntegrationApplied,
-    KernelEvaluated,
-    LogRepaired,
-    McpServerFailed,
-    McpServerRestarting,
-    McpServerStarted,
-    ModelRequest,
-    ModelResponse,
-    ModelRetry,
-    ModelSwitched,
-    NetConnection,
-    PlanApproved,
-    PlanProposed,
-    PlanStarted,
-    PromptBlocked,
-    RateLimited,
-    RepoMap,
-    Review,
-    SessionEnded,
-    SessionResumed,
-    SessionStarted,
-    SkillLoaded,
-    TestRun,
-    ToolFinished,
-    ToolInterrupted,
-    ToolResultsCleared,
-    ToolStarted,
-    TurnEnded,
-    UserMessage,
-    WorkerFinished,
-    WorkerSpawned,
-)
+from ..core import events as evt
 from ..recorder import Recorder
 
 log = structlog.get_logger("musec.roles")
@@ -113,48 +60,48 @@ class BackgroundAgent:
         # The workspace's edits (``FileEdited``), and whatever a role posts to itself.
         self._send, self._inbox = anyio.create_memory_object_stream[Any](INBOX_EVENTS)
 
-    def notify(self, event: AnyEvent) -> None:
+    def notify(self, event: evt.AnyEvent) -> None:
         """Offer an event the session just recorded; never blocks."""
         self.fold(event, live=True)
 
-    def restore(self, event: AnyEvent) -> None:
+    def restore(self, event: evt.AnyEvent) -> None:
         """Fold one event of a log being resumed (the role picks up where it was)."""
         self.fold(event, live=False)
 
-    def fold(self, event: AnyEvent, *, live: bool) -> None:
+    def fold(self, event: evt.AnyEvent, *, live: bool) -> None:
         """The background roles' view of the log: call the role's hook for each event a
         role cares about (``live``: just recorded; else read back on resume)."""
         match event:
-            case FileEdited():
+            case evt.FileEdited():
                 if not event.agent.startswith("worker:"):  # the workspace, not a worktree
                     self.on_workspace_edit(event, live=live)
-            case UserMessage():
+            case evt.UserMessage():
                 if event.agent == "main":
                     self.on_person_message(event, live=live)
-            case TestRun():
+            case evt.TestRun():
                 if event.agent == self.agent_id:
                     self.on_own_test_run(event, live=live)
-            case AgentSpawned():
+            case evt.AgentSpawned():
                 if event.agent == self.agent_id:
                     self.on_own_spawn(event, live=live)
-            case BaselineSnapshot():
+            case evt.BaselineSnapshot():
                 if event.agent == self.agent_id:
                     self.on_own_baseline_snapshot(event, live=live)
-            case (ModelSwitched() | ToolResultsCleared()
-                  | SessionStarted() | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | AgentMessage()
-                  | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
-                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | ToolFinished() | ToolInterrupted() | AgentFailed()
-                  | WorkerSpawned() | WorkerFinished() | Integration() | IntegrationApplied() | RepoMap() | Review() | KernelEvaluated()
-                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
-                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()
-                  | CompactionStarted() | CompactionFinished() | ContextCut()):
+            case (evt.ModelSwitched() | evt.ToolResultsCleared()
+                  | evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.AgentMessage()
+                  | evt.ModelRequest() | evt.ModelResponse() | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested()
+                  | evt.ApprovalResolved() | evt.ApprovalModeChanged() | evt.ToolStarted() | evt.FileEditStarted() | evt.ToolFinished() | evt.ToolInterrupted() | evt.AgentFailed()
+                  | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration() | evt.IntegrationApplied() | evt.RepoMap() | evt.Review() | evt.KernelEvaluated()
+                  | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound()
+                  | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded() | evt.HookContext() | evt.HookRan()
+                  | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting() | evt.McpServerFailed()
+                  | evt.GoalSet() | evt.GoalChecked() | evt.GoalUpdated()
+                  | evt.CompactionStarted() | evt.CompactionFinished() | evt.ContextCut()):
                 pass
             case _:
                 assert_never(event)
 
-    def on_workspace_edit(self, event: FileEdited, *, live: bool) -> None:
+    def on_workspace_edit(self, event: evt.FileEdited, *, live: bool) -> None:
         """A file of the session's workspace changed. Live, the edit goes to the inbox
         (never blocks); a full inbox is noted and the role rescans."""
         if not live or event.agent == self.agent_id:
@@ -166,19 +113,19 @@ class BackgroundAgent:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
-    def on_person_message(self, event: UserMessage, *, live: bool) -> None:
+    def on_person_message(self, event: evt.UserMessage, *, live: bool) -> None:
         """The person sent the main agent a message (a turn begins)."""
 
-    def on_own_test_run(self, event: TestRun, *, live: bool) -> None:
+    def on_own_test_run(self, event: evt.TestRun, *, live: bool) -> None:
         """This role's own test run."""
 
-    def on_own_spawn(self, event: AgentSpawned, *, live: bool) -> None:
+    def on_own_spawn(self, event: evt.AgentSpawned, *, live: bool) -> None:
         """This role's own ``agent_spawned`` (a scout with a model)."""
 
-    def on_own_baseline_snapshot(self, event: BaselineSnapshot, *, live: bool) -> None:
+    def on_own_baseline_snapshot(self, event: evt.BaselineSnapshot, *, live: bool) -> None:
         """This role's own copy of the workspace for a baseline (the verifier)."""
 
-    def record(self, event: AnyEvent) -> AnyEvent:
+    def record(self, event: evt.AnyEvent) -> evt.AnyEvent:
         """Record an event as this role (see ``Recorder.record``)."""
         self.last_activity_at = time.time()
         return self.recorder.record(msgspec.structs.replace(event, agent=self.agent_id))
@@ -203,7 +150,7 @@ class BackgroundAgent:
                 self.state = f"restarting after {attempt + 1} failure(s)"
                 if attempt == 0:
                     try:
-                        self.record(AgentFailed(role=self.role, error=error, retry_in_s=backoff))
+                        self.record(evt.AgentFailed(role=self.role, error=error, retry_in_s=backoff))
                     except (OSError, ValueError):  # the log cannot take it: stop, quietly
                         return
                 await anyio.sleep(backoff)

@@ -6,60 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from ..core.events import (
-    AgentFailed,
-    AgentMessage,
-    AgentSpawned,
-    AnyEvent,
-    ApprovalModeChanged,
-    ApprovalRequested,
-    ApprovalResolved,
-    BaselineSnapshot,
-    CompactionFinished,
-    CompactionStarted,
-    ContextCut,
-    FileEdited,
-    FileEditStarted,
-    GoalChecked,
-    GoalSet,
-    GoalUpdated,
-    GrillRound,
-    HookContext,
-    HookRan,
-    InstructionsAdded,
-    Integration,
-    IntegrationApplied,
-    KernelEvaluated,
-    LogRepaired,
-    McpServerFailed,
-    McpServerRestarting,
-    McpServerStarted,
-    ModelRequest,
-    ModelResponse,
-    ModelRetry,
-    ModelSwitched,
-    NetConnection,
-    PlanApproved,
-    PlanProposed,
-    PlanStarted,
-    PromptBlocked,
-    RateLimited,
-    RepoMap,
-    Review,
-    SessionEnded,
-    SessionResumed,
-    SessionStarted,
-    SkillLoaded,
-    TestRun,
-    ToolFinished,
-    ToolInterrupted,
-    ToolResultsCleared,
-    ToolStarted,
-    TurnEnded,
-    UserMessage,
-    WorkerFinished,
-    WorkerSpawned,
-)
+from ..core import events as evt
 
 
 @dataclass
@@ -76,36 +23,36 @@ class FanoutState:
     """
 
     workspace: str = ""
-    spawned: dict[str, WorkerSpawned] = field(default_factory=dict)
-    finished: dict[str, WorkerFinished] = field(default_factory=dict)
-    integration: Integration | None = None
-    pending: list[WorkerSpawned] = field(default_factory=list)
+    spawned: dict[str, evt.WorkerSpawned] = field(default_factory=dict)
+    finished: dict[str, evt.WorkerFinished] = field(default_factory=dict)
+    integration: evt.Integration | None = None
+    pending: list[evt.WorkerSpawned] = field(default_factory=list)
     pending_finished: set[str] = field(default_factory=set)
 
-    def apply(self, event: AnyEvent) -> None:
+    def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event."""
         match event:
-            case SessionStarted():
+            case evt.SessionStarted():
                 self.workspace = event.workspace
-            case WorkerSpawned():
+            case evt.WorkerSpawned():
                 self.spawned[event.worker] = event
                 self.pending.append(event)
-            case WorkerFinished():
+            case evt.WorkerFinished():
                 self.finished[event.worker] = event
                 self.pending_finished.add(event.worker)
-            case Integration():
+            case evt.Integration():
                 self.integration = event
                 self.pending, self.pending_finished = [], set()
-            case (ModelSwitched() | ToolResultsCleared()
-                  | SessionResumed() | LogRepaired() | TurnEnded() | SessionEnded() | UserMessage() | AgentMessage()
-                  | ModelRequest() | ModelResponse() | ModelRetry() | RateLimited() | ApprovalRequested()
-                  | ApprovalResolved() | ApprovalModeChanged() | ToolStarted() | FileEditStarted() | FileEdited() | ToolFinished() | ToolInterrupted()
-                  | AgentSpawned() | AgentFailed() | IntegrationApplied() | TestRun() | RepoMap() | Review() | BaselineSnapshot() | KernelEvaluated()
-                  | PlanStarted() | PlanProposed() | PlanApproved() | GrillRound()
-                  | NetConnection() | InstructionsAdded() | SkillLoaded() | HookContext() | HookRan()
-                  | PromptBlocked() | McpServerStarted() | McpServerRestarting() | McpServerFailed()
-                  | GoalSet() | GoalChecked() | GoalUpdated()
-                  | CompactionStarted() | CompactionFinished() | ContextCut()):
+            case (evt.ModelSwitched() | evt.ToolResultsCleared()
+                  | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.UserMessage() | evt.AgentMessage()
+                  | evt.ModelRequest() | evt.ModelResponse() | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested()
+                  | evt.ApprovalResolved() | evt.ApprovalModeChanged() | evt.ToolStarted() | evt.FileEditStarted() | evt.FileEdited() | evt.ToolFinished() | evt.ToolInterrupted()
+                  | evt.AgentSpawned() | evt.AgentFailed() | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap() | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
+                  | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound()
+                  | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded() | evt.HookContext() | evt.HookRan()
+                  | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting() | evt.McpServerFailed()
+                  | evt.GoalSet() | evt.GoalChecked() | evt.GoalUpdated()
+                  | evt.CompactionStarted() | evt.CompactionFinished() | evt.ContextCut()):
                 pass
             case _:
                 assert_never(event)
