@@ -56,13 +56,11 @@ class ContextConfig:
         tool_output_tokens: the budget of one tool result, in tokens (0: no budget).
         clear_at: share of the window (0..1) past which old results are cleared (0: never).
         keep_tool_results: how many of the most recent results clearing keeps.
-        extra: the table's other keys, for the compaction settings read elsewhere.
     """
 
     tool_output_tokens: int = 10_000
     clear_at: float = 0.6
     keep_tool_results: int = 8
-    extra: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def from_table(cls, table: object, where: str) -> ContextConfig:
@@ -84,10 +82,9 @@ class ContextConfig:
             if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not isinstance(value, int)):
                 raise ValueError(f"{where}: [context].{key} must be a{'n integer' if kind is int else ' number'}, got {value!r}")
             if value < low or (high is not None and value > high):
-                raise ValueError(f"{where}: [context].{key} must be between {low} and {high if high is not None else 'any'}, got {value!r}")
+                raise ValueError(f"{where}: [context].{key} must be {f'between {low} and {high}' if high is not None else f'{low} or more'}, got {value!r}")
             out[key] = kind(value)
-        extra = tuple(sorted((k, v) for k, v in table.items() if k not in ("tool_output_tokens", "clear_at", "keep_tool_results")))
-        return cls(**out, extra=extra)
+        return cls(**out)
 
 
 def over_budget(content: str, budget_tokens: int) -> bool:

@@ -73,6 +73,52 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid TOML ({exc}); fix it or move it away") from exc
 
 
+#: The keys each table of the person's config.toml may hold ("*": any name, a table each).
+USER_KEYS: dict[str, frozenset[str]] = {
+    "": frozenset({"trusted_workspaces", "allow_training_data", "permissions", "workspaces", "context",
+                   "daemon", "hooks", "mcp_servers"}),
+    "workspaces.*": frozenset({"permissions", "allow_training_data"}),
+    "context": frozenset({"tool_output_tokens", "clear_at", "keep_tool_results"}),
+    "daemon": frozenset({"idle_timeout_s"}),
+}
+#: A trusted project's .musec/config.toml.
+PROJECT_KEYS: dict[str, frozenset[str]] = {"": frozenset({"permissions", "hooks"})}
+
+
+def _table_name(where: str) -> str:
+    return f"[{where}]" if where else "the top level"
+
+
+def check_keys(data: dict[str, Any], path: Path, schema: dict[str, frozenset[str]]) -> None:
+    """Refuse a key that nothing reads: a rule written in the wrong place would otherwise be
+    ignored without a word (a ``deny`` at the top level, ``[permission]``, or
+    ``[workspaces."X"] deny`` instead of ``[workspaces."X".permissions]``).
+
+    Raises:
+        ConfigError: the first unknown key, with where it belongs when that is clear.
+    """
+    import difflib
+
+    for where, known in schema.items():
+        if where.endswith(".*"):
+            outer = data.get(where[:-2])
+            tables = [(f"{where[:-2]}.{_string(k)}", t) for k, t in outer.items()] if isinstance(outer, dict) else []
+        else:
+            table = data if not where else data.get(where)
+            tables = [(where, table)] if isinstance(table, dict) else []
+        for name, table in tables:
+            if not isinstance(table, dict):
+                continue
+            for key in sorted(set(table) - known):
+                if key in ACTIONS:
+                    inner = f"{name}.permissions" if name else "permissions"
+                    hint = f"permission rules go in a [{inner}] table: [{inner}] {key} = [...]"
+                else:
+                    close = difflib.get_close_matches(key, sorted(known), n=1)
+                    hint = (f"did you mean {close[0]!r}?" if close else "use one of " + ", ".join(sorted(known)))
+                raise ConfigError(f"{path}: {_table_name(name)} has unknown key {key!r} (nothing reads it); {hint}")
+
+
 def _rules(table: object, *, path: Path, where: str, source: str, home: str | None) -> list[Rule]:
     """The rules of one ``permissions`` table."""
     if not isinstance(table, dict):
@@ -126,10 +172,12 @@ def load_user_config(config_dir: Path, *, home: str | None = None) -> UserConfig
     """Read ``<config_dir>/config.toml`` (missing: an empty config).
 
     Raises:
-        ConfigError: the file is not valid TOML, or a rule or key in it is malformed.
+        ConfigError: the file is not valid TOML, a rule or key in it is malformed, or it holds
+            a key nothing reads (``check_keys``).
     """
     path = config_dir / "config.toml"
     data = load_toml(path)
+    check_keys(data, path, USER_KEYS)
     config = UserConfig(path)
     if "permissions" in data:
         config.rules = _rules(data["permissions"], path=path, where="[permissions]", source="user", home=home)
@@ -165,6 +213,7 @@ def load_project_rules(workspace: Path, *, home: str | None = None) -> list[Rule
     """
     path = project_config_path(workspace)
     data = load_toml(path)
+    check_keys(data, path, PROJECT_KEYS)
     if "permissions" not in data:
         return []
     return _rules(data["permissions"], path=path, where="[permissions]", source="project", home=home)

@@ -91,8 +91,8 @@ def test_the_stub_names_the_call_and_where_the_result_is():
 
 def test_the_config_table_is_checked():
     assert ContextConfig.from_table(None, "c.toml") == ContextConfig()
-    got = ContextConfig.from_table({"tool_output_tokens": 2000, "clear_at": 0.5, "compact_at": 0.8}, "c.toml")
-    assert got.tool_output_tokens == 2000 and got.clear_at == 0.5 and dict(got.extra) == {"compact_at": 0.8}
+    got = ContextConfig.from_table({"tool_output_tokens": 2000, "clear_at": 0.5}, "c.toml")
+    assert got.tool_output_tokens == 2000 and got.clear_at == 0.5
     with pytest.raises(ValueError, match=r"\[context\].clear_at must be between 0.0 and 1.0"):
         ContextConfig.from_table({"clear_at": 2}, "c.toml")
     with pytest.raises(ValueError, match=r"tool_output_tokens must be an integer"):

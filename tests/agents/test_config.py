@@ -71,7 +71,17 @@ def test_project_rules_are_marked_project(tmp_path: Path) -> None:
     ('permissions = 3\n', "must be a table"),
     ('trusted_workspaces = "/x"\n', "trusted_workspaces must be a list of paths"),
     ('[workspaces."rel/path".permissions]\nallow = []\n', "is not an absolute path"),
-    ('[context]\ntool_output_tokens = -5\n', "[context].tool_output_tokens must be between 0 and any"),
+    ('[context]\ntool_output_tokens = -5\n', "[context].tool_output_tokens must be 0 or more, got -5"),
+    ('[context]\nclear_at = 3\n', "[context].clear_at must be between 0.0 and 1.0, got 3"),
+    # a rule in the wrong place would be ignored without a word (fresh user s5 F7)
+    ('deny = ["bash(curl *)"]\n', "the top level has unknown key 'deny' (nothing reads it); permission rules go in a "
+                                   "[permissions] table: [permissions] deny = [...]"),
+    ('[permission]\ndeny = ["bash(curl *)"]\n', "unknown key 'permission' (nothing reads it); did you mean 'permissions'?"),
+    ('[workspaces."/w"]\ndeny = ["bash(curl *)"]\n', '[workspaces."/w"] has unknown key \'deny\' (nothing reads it); '
+                                                     'permission rules go in a [workspaces."/w".permissions] table'),
+    ('bogus_key = 1\n', "the top level has unknown key 'bogus_key'"),
+    ('[context]\ncompact_at = 0.8\n', "[context] has unknown key 'compact_at'"),
+    ('[daemon]\nidle_timeout = 5\n', "[daemon] has unknown key 'idle_timeout' (nothing reads it); did you mean 'idle_timeout_s'?"),
     ('context = "big"\n', "[context] must be a table"),
 ])
 def test_malformed_config_is_one_line_naming_the_file_and_the_fix(tmp_path: Path, text: str, says: str) -> None:
@@ -80,6 +90,36 @@ def test_malformed_config_is_one_line_naming_the_file_and_the_fix(tmp_path: Path
         load_user_config(tmp_path)
     message = str(info.value)
     assert message.startswith(str(path)) and says in message and "\n" not in message
+
+
+def test_every_key_the_readme_shows_is_known(tmp_path: Path) -> None:
+    _write(tmp_path / "config.toml", """
+trusted_workspaces = []
+allow_training_data = false
+[permissions]
+deny = ["bash(curl *)"]
+[workspaces."/w"]
+allow_training_data = true
+[workspaces."/w".permissions]
+allow = ["bash(make *)"]
+[daemon]
+idle_timeout_s = 1800
+[context]
+tool_output_tokens = 1
+clear_at = 0.6
+keep_tool_results = 8
+[[hooks.PreToolUse]]
+command = "true"
+[mcp_servers.x]
+command = "true"
+""")
+    assert [r.text for r in load_user_config(tmp_path).rules_for(Path("/w"))] == ["bash(curl *)", "bash(make *)"]
+
+
+def test_a_project_config_key_nothing_reads_is_refused(tmp_path: Path) -> None:
+    _write(tmp_path / ".musec" / "config.toml", '[permisions]\nask = ["bash(git push *)"]\n')
+    with pytest.raises(ConfigError, match="did you mean 'permissions'"):
+        load_project_rules(tmp_path)
 
 
 def test_context_table_sets_the_tool_output_budget(tmp_path: Path) -> None:
