@@ -72,8 +72,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return OK
     if not args.model:
         raise UsageError("give the model: musec eval PATH --model PROVIDER/MODEL (or scripted:PATH)")
-    if args.attempts < 1 or args.concurrent < 1:
-        raise UsageError("-k and -n must be at least 1")
+    check_arguments(args)
     venv = ensure_venv(harbor_venv_path(args.harbor_venv))
     jobs_dir = Path(args.jobs_dir).resolve()
     name = args.job_name or time.strftime("musec-%Y%m%d-%H%M%S")
@@ -95,6 +94,33 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.min_pass_rate is not None and not report.as_dict()["pass_rate"] >= args.min_pass_rate:
         return for_condition(Condition.CHECKS_FAILED)
     return OK
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Everything about a run that can be wrong, checked before Harbor's venv is made (an
+    install of minutes must not come before "no such folder").
+
+    Raises:
+        UsageError: -k/-n below 1, a target that is neither a folder nor NAME@VERSION, an
+            ``--ak``/``--ae`` without KEY=, a scripted model file that does not exist.
+    """
+    if args.attempts < 1 or args.concurrent < 1:
+        raise UsageError("-k and -n must be at least 1")
+    target = Path(args.target).expanduser()
+    if not target.exists() and ("@" not in args.target or os.sep in args.target):
+        raise UsageError(f"{args.target}: no such task folder, and not a Harbor dataset NAME@VERSION "
+                         "(e.g. terminal-bench@2.0)")
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{args.target} is not a folder: give a task folder (task.toml) or a folder of tasks")
+    for flag, pairs in (("--ak", args.ak), ("--ae", args.ae)):
+        for kv in pairs:
+            if not kv.partition("=")[0].strip() or "=" not in kv:
+                raise UsageError(f"{flag} takes KEY=VALUE, got {kv!r}")
+    if args.model.startswith("scripted:") and "{task}" not in args.model:
+        script = Path(args.model.removeprefix("scripted:")).expanduser()
+        if not script.is_file():
+            raise UsageError(f"{args.model}: no such script file (write scripted:PATH, or "
+                             "scripted:DIR/{task}/solve.json for one script per task)")
 
 
 def _print(report, as_json: bool) -> None:
@@ -194,7 +220,10 @@ def ensure_venv(venv: Path) -> Path:
     spec = _musec_spec()
     spec_args = ["-e", spec.removeprefix("-e ")] if spec.startswith("-e ") else [spec]
     err(f"musec: installing Harbor {HARBOR_VERSION} and {spec} into {venv} (about 470 MB; a few minutes the first time)")
-    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", *spec_args, f"harbor=={HARBOR_VERSION}"], env=_env())
+    # pip's own lines ("Collecting ...", "Downloading ...") are the progress: on stderr, so a
+    # script reading the table from stdout does not get them
+    proc = subprocess.run([str(python), "-m", "pip", "install", "--progress-bar", "off", *spec_args,
+                           f"harbor=={HARBOR_VERSION}"], env=_env(), stdout=2)
     if proc.returncode != 0 or subprocess.run(probe, capture_output=True, env=_env()).returncode != 0:
         if created or ours:
             shutil.rmtree(venv, ignore_errors=True)  # never a half-built venv taken for a good one later

@@ -60,3 +60,26 @@ def test_a_venv_the_person_gave_is_filled_not_removed_and_the_install_is_announc
     assert "musec: installing Harbor" in said and str(venv) in said, said
     assert (venv / "mine").read_text() == "keep"
     shutil.rmtree(venv)
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["/nonexistent/tasks", "--model", "scripted:x.json"], "/nonexistent/tasks: no such task folder"),
+    (["evals-typo", "--model", "scripted:x.json"], "not a Harbor dataset NAME@VERSION"),
+    (["{tasks}", "--model", "scripted:{tasks}/missing.json"], "no such script file"),
+    (["{tasks}", "--model", "scripted:{tasks}/solve.json", "--ak", "bogus"], "--ak takes KEY=VALUE, got 'bogus'"),
+    (["{tasks}", "--model", "scripted:{tasks}/solve.json", "--ae", "=x"], "--ae takes KEY=VALUE"),
+    (["{tasks}/solve.json", "--model", "scripted:{tasks}/solve.json"], "is not a folder"),
+    (["{tasks}", "--model", "m", "-k", "0"], "-k and -n must be at least 1"),
+])
+def test_wrong_arguments_are_refused_before_any_venv_is_made(argv: list[str], says: str, tmp_path: Path,
+                                                               musec) -> None:
+    """Before, a missing task folder or a bad --ak began a 470 MB Harbor install first and
+    said nothing for minutes (fresh user s5 F10)."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "solve.json").write_text("[]")
+    venv = tmp_path / "harbor-venv"
+    proc = musec("eval", *[a.replace("{tasks}", str(tasks)) for a in argv], "--harbor-venv", str(venv), cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
+    assert not venv.exists()
