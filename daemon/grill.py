@@ -5,8 +5,9 @@ its recommended answer; this module routes each question:
 
 | kind       | who answers                                                                 |
 |------------|-----------------------------------------------------------------------------|
-| ``fact``   | the scout (``ask_agent``), when the session has one; else the critic is told |
-|            | to look it up itself (nothing is settled by that round)                      |
+| ``fact``   | the scout (``ask_agent``), when the session has one with a model; else the   |
+|            | critic is told to look it up itself, with a map-only scout's matches as a    |
+|            | start (nothing is settled by that round: a word match is no answer)          |
 | ``decision`` | the person, through the approval machinery (any attached client, first   |
 |            | answer wins): Enter takes the recommended answer, text is the person's own,  |
 |            | ``deny`` ends the grill. Headless: the recommended answer, as an assumption  |
@@ -56,8 +57,12 @@ async def route(session: Session, q: Mapping[str, str]) -> tuple[str, str]:
     assumption = False
     if q["kind"] == "fact":
         scout = session.background.get("scout")
-        if scout is not None:
+        if scout is not None and scout.has_model:
             answer, by = (await scout.answer(q["question"])).removeprefix("scout: "), "scout"
+        elif scout is not None:  # its map matches words; what they mean is for the critic to read
+            found = (await scout.answer(q["question"])).removeprefix("scout: ")
+            answer, by = (f"the scout has no model to answer with; its repository map, for the question's words: "
+                          f"{found}\nRead what matters yourself (read_file, grep); nothing is settled by this round"), "none"
         else:
             answer, by = "no scout in this session: look it up in the repository yourself (read_file, grep)", "none"
     elif session.grill_ended:

@@ -80,7 +80,8 @@ class GrillQuestionTool:
         fields = {k: input.get(k) for k in ("decision", "question", "recommended", "kind")}
         missing = [k for k, v in fields.items() if not isinstance(v, str) or not v.strip()]
         if missing:
-            return ToolOutput(f"grill_question needs {', '.join(missing)} (each a non-empty string)", is_error=True)
+            return ToolOutput(f"grill_question needs {', '.join(missing)} (each a non-empty string; kind is "
+                              f"{' or '.join(KINDS)})", is_error=True)
         if fields["kind"] not in KINDS:
             return ToolOutput(f"kind must be fact or decision, not {fields['kind']!r}", is_error=True)
         answer, by = await self.route({k: str(v).strip() for k, v in fields.items()})

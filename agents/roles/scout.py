@@ -78,7 +78,8 @@ class Scout(BackgroundAgent):
 
         rg = find_ripgrep()
         if rg is not None:
-            proc = subprocess.run([rg, "--files", "--hidden", "--glob", "!.git"], cwd=self.workspace,
+            proc = subprocess.run([rg, "--files", "--hidden", "--glob", "!.git", "--glob", "!__pycache__",
+                                   "--glob", "!*.py[co]"], cwd=self.workspace,
                                   capture_output=True, timeout=60)
             # File names are bytes; those that are not UTF-8 are shown as \xNN (never a
             # lone surrogate, which no log or wire can carry).
@@ -86,7 +87,8 @@ class Scout(BackgroundAgent):
             self.files = sorted(printable(n) for n in names)[: self.MAX_FILES]
         else:  # pragma: no cover - ripgrep is a dependency
             self.files = sorted(str(p.relative_to(self.workspace)) for p in self.workspace.rglob("*")
-                                if p.is_file() and ".git" not in p.parts)[: self.MAX_FILES]
+                                if p.is_file() and ".git" not in p.parts and "__pycache__" not in p.parts
+                                and p.suffix not in (".pyc", ".pyo"))[: self.MAX_FILES]
             self.files = [printable(f) for f in self.files]
         for path in self.files:
             self._scan(path)
@@ -103,6 +105,11 @@ class Scout(BackgroundAgent):
             self.symbols.pop(path, None)
             return
         self.symbols[path] = [f"{kind} {name}" for kind, name in _SYMBOL.findall(text)]
+
+    @property
+    def has_model(self) -> bool:
+        """Whether it answers from a model (else from its map: words matched, no judgment)."""
+        return self.agent is not None
 
     async def answer(self, question: str) -> str:
         """From its model (which keeps what it has read for the whole session) when it has
@@ -142,6 +149,8 @@ class Scout(BackgroundAgent):
 
 
 def is_test(path: str) -> bool:
-    """Whether a repository path looks like a test file."""
+    """Whether a repository path looks like a test file (a source file: never bytecode)."""
     name = path.rsplit("/", 1)[-1]
+    if name.endswith((".pyc", ".pyo")) or "/__pycache__/" in f"/{path}":
+        return False
     return name.startswith("test_") or name.endswith("_test.py") or "/tests/" in f"/{path}"

@@ -33,8 +33,9 @@ def _script(tmp_path: Path, second: str = "answer (person)") -> str:
               [{"expect_result": second}, {"tool": "grill_question", "input": QUESTIONS[2]}],
               [{"expect_result": "answer (recommended): keep it"}, {"text": "No further objection."}]]
     main = [[{"tool": "propose_plan", "input": PLAN}], *[[{"tool": t, "input": i}] for t, i in EXECUTE], [{"text": "done"}]]
+    scout = [[{"text": "test_pager.py holds the tests of page"}]]  # the scout answers from its model
     path = tmp_path / "grill.json"
-    path.write_text(json.dumps({"turns": main, "agents": {"critic": {"turns": critic}}}))
+    path.write_text(json.dumps({"turns": main, "agents": {"critic": {"turns": critic}, "scout": {"turns": scout}}}))
     return f"scripted:{path}"
 
 
@@ -43,7 +44,8 @@ def test_three_decisions_scout_person_recommended_then_approved_again(
 ) -> None:
     before = workspace_hash(buggy_repo)
     a = connect()
-    a.send(p.StartSession(id=1, workspace=str(buggy_repo), model=_script(tmp_path), task="fix the pager",
+    script = _script(tmp_path)
+    a.send(p.StartSession(id=1, workspace=str(buggy_repo), model=script, task="fix the pager", agents_model=script,
                           approval="auto", interactive=True, end_when_idle=True, plan=True, agents=["scout"]))
     sid = a.recv(30).session_id
     b = connect()  # the person answers from a second attached terminal
@@ -94,8 +96,8 @@ def test_headless_grill_lists_the_recommended_answers_as_assumptions(
 ) -> None:
     before = workspace_hash(buggy_repo)
     script = _script(tmp_path, "answer (recommended)")
-    proc = musec("run", "--plan", "--grill", "--agents", "scout", "--model", script, "--output-format", "json",
-                 "fix the pager", cwd=buggy_repo)
+    proc = musec("run", "--plan", "--grill", "--agents", "scout", "--model", script, "--agents-model", script,
+                 "--output-format", "json", "fix the pager", cwd=buggy_repo)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert workspace_hash(buggy_repo) == before
@@ -177,6 +179,11 @@ def test_grill_through_provider_servers(musec: Musec, buggy_repo: Path, provider
     result = json.loads(proc.stdout)
     assert "## Assumptions" in result["result"]
     events = _log(musec, result["session_id"])
-    assert [r["answered_by"] for r in events if r["type"] == "grill_round"] == ["scout", "recommended", "recommended"]
+    rounds = [r for r in events if r["type"] == "grill_round"]
+    # the scout has no model here: its map's word matches go to the critic as a start, and
+    # settle nothing (a map dump had become a plan's settled decision: fresh user s5 F6)
+    assert [r["answered_by"] for r in rounds] == ["none", "recommended", "recommended"]
+    assert "no model" in rounds[0]["answer"] and "test_pager.py" in rounds[0]["answer"]
+    assert "where the tests are" not in result["result"]
     replay = musec("replay", result["session_id"], "--json")
     assert replay.returncode == 0, replay.stdout + replay.stderr

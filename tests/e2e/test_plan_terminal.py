@@ -23,7 +23,8 @@ def test_plan_grill_and_approve_in_a_terminal(musec: Musec, buggy_repo: Path, tm
                                               tmux_factory) -> None:  # noqa: F811 - the fixture
     before = workspace_hash(buggy_repo)
     script = _script(tmp_path)
-    term = tmux_factory(f"{BIN / 'musec'} --model {script} --approval auto --agents scout", musec.env, buggy_repo)
+    term = tmux_factory(f"{BIN / 'musec'} --model {script} --agents-model {script} --approval auto --agents scout",
+                        musec.env, buggy_repo)
     term.wait_for(lambda s: "›" in s, "the prompt")
     term.send("/plan fix the pager", "Enter")
     term.wait_for(lambda s: "[g] grill it first" in s and "Your answer (a/u/e/k/f/g" in s, "the plan's question")

@@ -64,6 +64,10 @@ async def test_scout_maps_the_repository_and_answers_from_the_map(recorder, clos
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_widgets.py").write_text("def test_find():\n    pass\n")
     (tmp_path / "README.md").write_text("widgets\n")
+    # bytecode the test runs left (no .gitignore here): neither files of the map nor tests
+    (tmp_path / "tests" / "__pycache__").mkdir()
+    (tmp_path / "tests" / "__pycache__" / "test_widgets.cpython-311.pyc").write_bytes(b"\x00bytecode")
+    (tmp_path / "stray.pyc").write_bytes(b"\x00")
     board = Blackboard()
     scout = Scout(recorder, board, tmp_path)
     closing(scout)
