@@ -106,7 +106,10 @@ class Redactor:
         for s in self._secrets:
             if s in value:
                 value = value.replace(s, self._placeholders[s])
-        return _KEY_PATTERNS.sub(_REDACTED, value)
+        # Every key shape starts with ``sk-``: without it there is nothing to replace, and
+        # the pattern (a lookbehind first, so no literal prefix to search for) is tried at
+        # every character: 0.2 ms per 8 KiB, half of a 100 MiB log's resume (issue 19).
+        return _KEY_PATTERNS.sub(_REDACTED, value) if "sk-" in value else value
 
     def __call__(self, value: Any) -> Any:
         """A copy of ``value`` (builtins: dict, list, str...) with every string redacted,
