@@ -27,7 +27,7 @@ from .errors import BadRequest, DaemonError
 from .eventlog import verify
 from .host import SessionHost
 from .logstream import event_batches, send_log
-from .memory import release_memory
+from .memory import quiet_collector, release_memory
 from .paths import Paths
 from .session import Session
 from .version import musec_version
@@ -161,7 +161,7 @@ class Connection:
                 sent = await send_log(self.send_bytes, event_batches(path, msg.id, sid, -1))
                 await self.send(p.LogLines(id=msg.id, session_id=sid, lines=[], log_path=str(path), events=sent))
             case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.VerifyLog() | p.ShowPlan():
-                await self.send(await off_loop(self._view, msg))
+                await self.send(await off_loop(self._quiet_view, msg))
                 await off_loop(release_memory)  # a view of a large log was as large as it
             case p.ApplyIntegration():
                 from .apply import append_to_ended, apply_integration, remove_applied_worktrees
@@ -300,6 +300,12 @@ class Connection:
             done, before, after, message, failed = await session.compact(msg.focus)
         return p.Compacted(id=msg.id, session_id=sid, done=done, tokens_before=before, tokens_after=after, message=message,
                            failed=failed)
+
+    def _quiet_view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog | p.ShowPlan) -> p.DaemonMsg:
+        """``_view`` with the collector's full passes held off until what it built is freed
+        (``memory.quiet_collector``: a replay's full passes stalled the event loop)."""
+        with quiet_collector():
+            return self._view(msg)
 
     def _view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog | p.ShowPlan) -> p.DaemonMsg:
         """The reply of a read-only request: a view of a session rebuilt from its log.

@@ -25,6 +25,7 @@ import structlog
 from .errors import DaemonAlreadyRunning
 from .handler import Connection
 from .host import SessionHost
+from .memory import freeze_startup
 from .paths import Paths, acquire_lock
 
 log = structlog.get_logger("musec.daemon")
@@ -146,6 +147,7 @@ def run_daemon() -> int:
 
     async def main() -> None:
         listener = await anyio.abc.SocketListener.from_socket(sock)
+        freeze_startup()  # what the imports made is never garbage: no full pass walks it
         await serve(listener, paths)
 
     try:

@@ -543,3 +543,17 @@ def test_a_secret_that_is_also_a_tag_or_field_name_leaves_the_line_readable(tmp_
     assert isinstance(finished, ToolFinished) and finished.content == "a [REDACTED] b [REDACTED] c"
     assert isinstance(response, ModelResponse) and response.content[0].input == {"command": "echo [REDACTED]"}
     assert verify(path).ok
+
+
+@SETTINGS
+@given(cut=st.integers(0, 10_000))
+def test_read_events_decodes_every_whole_line_and_leaves_a_torn_tail_out(log_bytes: bytes, cut: int) -> None:
+    """read_events streams the file (issue 19); what it returns is every whole line decoded,
+    as splitting the whole file's bytes gave, wherever the file ends."""
+    data = log_bytes[: cut % (len(log_bytes) + 1)]
+    path = _scratch(data)
+    try:
+        whole = data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
+        assert read_events(path) == [decode_event(line) for line in whole]
+    finally:
+        path.unlink()
