@@ -29,6 +29,7 @@ from .host import SessionHost
 from .logstream import event_batches, send_log
 from .memory import quiet_collector, release_memory
 from .paths import Paths
+from .peers import peer_pid, refused_peer
 from .session import Session
 from .version import musec_version
 
@@ -87,6 +88,15 @@ class Connection:
         if uid is not None and uid != os.getuid():
             log.warning("peer_refused", uid=uid)
             await self.send(p.Error(id=0, code="permission_denied", message="this daemon serves only its own user"))
+            return
+        why = refused_peer(peer_pid(raw))
+        if why is not None:
+            log.warning("peer_refused", why=why)
+            with anyio.move_on_after(2):  # its Hello first: a close with it unread resets the answer away
+                await self.conn.receive(65536)
+            await self.send(p.Error(id=0, code="permission_denied",
+                                    message=f"the daemon does not serve this process: {why}, and a session's tools "
+                                            "may not drive musec (run musec from your own terminal)"))
             return
         frames = p.FrameBuffer()
         greeted = False
