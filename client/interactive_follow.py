@@ -127,7 +127,7 @@ class TurnFollower:
                 self.busy = False
                 return stream.session_id
             try:
-                if stream.session_id and not self._interrupted and self.keys.wait(self.conn):
+                if stream.session_id and not self._interrupted and self.keys.wait(self.conn, self.renderer.tick):
                     self._interrupted = True
                     self._interrupt()
                     continue

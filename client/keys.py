@@ -88,14 +88,18 @@ class EscWatch:
             pass
         self._saved = None
 
-    def wait(self, conn: Connection) -> bool:
+    def wait(self, conn: Connection, tick: Any = None, every_s: float = 0.1) -> bool:
         """Block until the daemon has sent something (False) or the person pressed Esc (True);
-        other keys are typed ahead (``ahead``)."""
+        other keys are typed ahead (``ahead``). ``tick`` is called every ``every_s``
+        seconds meanwhile (the spinner is drawn on this thread, never on another)."""
         if conn.pending() or not self.on():
             return False
         fd = sys.stdin.fileno()
         while True:
-            ready, _, _ = select.select([conn.sock, fd], [], [])
+            ready, _, _ = select.select([conn.sock, fd], [], [], every_s if tick is not None else None)
+            if not ready:
+                tick()
+                continue
             if conn.sock in ready:
                 return False
             data = os.read(fd, 64)

@@ -1,9 +1,11 @@
 """Showing a session's events to a person: streamed text, tool calls and results compactly.
 
-On a terminal the model's text is rendered as markdown by rich (code blocks highlighted),
-edits as coloured unified diffs, and a spinner shows the elapsed time and tokens while a
-turn runs; elsewhere (a pipe, a headless run) it is plain text as it streams. rich is
-imported only when a terminal is written to, never for ``musec --version`` or ``sessions``.
+On a terminal the model's text streams as markdown rendered by rich (code blocks
+highlighted: complete blocks printed as they complete, the one being written live under
+them; ``streaming`` says how and why), edits show as coloured unified diffs, and a spinner
+shows the elapsed time and tokens while a turn runs; elsewhere (a pipe, a headless run) it
+is plain text as it streams. rich is imported only when a terminal is written to, never
+for ``musec --version`` or ``sessions``.
 
 Every string taken from an event is cleaned with ``output.safe`` before it is written (or
 handed to rich as text, never as markup); the only escapes in the output are this
@@ -76,7 +78,7 @@ class Renderer:
         self.last_result = ""  # the last tool result in full (``/last`` shows it)
         self.answered: set[str] = set()  # approvals this client answered (call ids)
         self._console: Any = None
-        self._wait: Any = None  # rich's Status while a turn runs
+        self._area: Any = None  # the live bottom of the screen (streaming.LiveArea), on a terminal
         self._wait_started = 0.0
         self._tokens = self._tokens_exact = 0  # so far this turn: estimated from deltas, exact from usage
         self.in_turn = False  # a turn runs (the spinner comes back after each event)
@@ -94,29 +96,41 @@ class Renderer:
             self._console = Console(file=self.out, force_terminal=True, highlight=False, emoji=False)
         return self._console
 
+    @property
+    def area(self) -> Any:
+        """The live bottom of the screen: the text being streamed and the spinner."""
+        if self._area is None:
+            from .streaming import LiveArea
+
+            self._area = LiveArea(self.console, self.waiting_text)
+        return self._area
+
     def start_wait(self) -> None:
         """A turn runs: show a spinner with the elapsed time and the tokens so far."""
-        if not self.rich or self._wait is not None:
+        if not self.rich or (self._area is not None and self._area.waiting):
             return
-        from rich.status import Status
-
         self.in_turn = True
         if not self._wait_started:
             self._wait_started = time.monotonic()
             self._tokens = self._tokens_exact = 0
-        self._wait = Status(_Waiting(self), console=self.console, spinner="dots")
-        self._wait.start()
+        self.area.wait(True)
 
     def stop_wait(self, *, turn_over: bool = False) -> None:
-        """Take the spinner away (before a question, or when the turn is over)."""
-        if self._wait is not None:
-            self._wait.stop()
-            self._wait = None
+        """Take the spinner away, and print the text streamed so far whole (before a
+        question, at an interrupt, or when the turn is over)."""
+        if self._area is not None:
+            self._area.close()
         if turn_over:
             self.in_turn = False
             if self._wait_started and time.monotonic() - self._wait_started >= self.long_turn_s:
                 self.notify("the turn is over")
             self._wait_started = 0.0
+
+    def tick(self) -> None:
+        """Redraw the live area (the spinner turns, the seconds count); called while the
+        client waits for the daemon."""
+        if self._area is not None:
+            self._area.tick()
 
     def notify(self, message: str) -> None:
         """Ring the terminal: the bell and an OSC 9 notification (``message`` is cleaned)."""
@@ -152,8 +166,10 @@ class Renderer:
         if kind != "text" or not text or self._skip_deltas:
             return
         text = safe(text)
-        if self.rich:  # shown whole, as markdown, when the message is complete
+        if self.rich:  # the main agent's as markdown as it comes; the others' whole, when complete
             self._tokens += max(1, len(text) // 4)
+            if agent == "main":
+                self.area.feed(text)
             return
         if agent != "main":
             prefix = self._c("35", f"[{agent}] ")
@@ -168,6 +184,8 @@ class Renderer:
     def resynced(self) -> None:
         """This client fell behind and re-attached: streamed text was lost, so the message
         in progress is shown whole from the log when it is complete."""
+        if self._area is not None and self._area.streaming:
+            self._area.finish()
         if not self._at_line_start:
             self._line("")
         self._line(self._c("2", "(fell behind; going on from the log)"))
@@ -202,19 +220,7 @@ class Renderer:
             for line in attachment_lines(ev):
                 self._line(prefix + "  " + self._c("33" if " not attached: " in line else "2", line))
         elif kind == "model_response":
-            usage = ev.get("usage")
-            if isinstance(usage, dict) and isinstance(usage.get("output_tokens"), int):
-                self._tokens = self._tokens_exact = self._tokens_exact + usage["output_tokens"]
-            if not self._streamed:
-                text = "".join(str(b.get("text", "")) for b in _blocks(ev) if b.get("type") == "text")
-                if text.strip() and self.rich:
-                    self._markdown(prefix, safe(text.strip()))
-                elif text.strip():
-                    self._line(prefix + safe(text.strip()))
-            elif not self._at_line_start:
-                self._line("")
-            self._streamed = False
-            self._skip_deltas = False
+            self._response(ev, prefix, agent)
         elif kind == "tool_started":
             self._line(prefix + self._c("36", "● ") + call_summary(ev.get("tool", "?"), _input(ev)))
         elif kind == "tool_finished":
@@ -246,8 +252,11 @@ class Renderer:
             self._line(self._c("33", f"(approval mode {_s(ev, 'approval')}, was {_s(ev, 'previous')})"))
         elif kind == "model_retry":
             why = _s(ev, "error").splitlines()[0] if _s(ev, "error") else f"status {_s(ev, 'status')}"
+            if agent == "main" and self._area is not None and self._area.streaming:
+                self._area.finish()  # the attempt's text as it came; the next attempt streams afresh
+            dropped = " (the text streamed above is dropped)" if ev.get("discarded_output_chars") else ""
             self._line(prefix + self._c("33", f"  retrying the model call ({_s(ev, 'attempt')}/{_s(ev, 'max_attempts')}) "
-                                              f"in {_s(ev, 'delay_s')} s: {_short(why, 100)}"))
+                                              f"in {_s(ev, 'delay_s')} s: {_short(why, 100)}{dropped}"))
         elif kind == "rate_limited":
             self._line(prefix + self._c("33", f"  rate limited ({_short(_s(ev, 'reason'), 80)}): waiting {_s(ev, 'wait_s')} s"))
         elif kind in ("goal_set", "goal_checked", "goal_updated"):
@@ -259,6 +268,27 @@ class Renderer:
             self._plan(ev)
         elif kind == "turn_ended" and self.turn_ends and ev.get("exit_reason") not in ("finished", None):
             self._line(self._c("33", f"[{_s(ev, 'exit_reason')}] {_s(ev, 'message')}".rstrip()))
+
+    def _response(self, ev: dict[str, Any], prefix: str, agent: str) -> None:
+        """A complete (or interrupted) model message: what was not streamed here yet, then
+        the interruption when it was cut off (its partial text is all there is)."""
+        usage = ev.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("output_tokens"), int):
+            self._tokens = self._tokens_exact = self._tokens_exact + usage["output_tokens"]
+        text = "".join(str(b.get("text", "")) for b in _blocks(ev) if b.get("type") == "text")
+        if self.rich:
+            streamed = self._area.finish() if agent == "main" and self._area is not None and self._area.streaming else ""
+            if text.strip() and not streamed.strip():  # not streamed here: the backlog, another agent, a resync
+                self._markdown(prefix, safe(text.strip()))
+        elif not self._streamed:
+            if text.strip():
+                self._line(prefix + safe(text.strip()))
+        elif not self._at_line_start:
+            self._line("")
+        self._streamed = False
+        self._skip_deltas = False
+        if ev.get("interrupted"):
+            self._line(prefix + "  " + self._c("33", "⎿ " + interrupted_words(ev)))
 
     def _plan(self, ev: dict[str, Any]) -> None:
         """Plan mode: its start, the proposed plan (whole: it is the result of planning), its approval."""
@@ -361,6 +391,16 @@ def _size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MiB"
 
 
+def interrupted_words(ev: dict[str, Any]) -> str:
+    """An interrupted model message in words: ``answer interrupted (about 40 output tokens,
+    counted in /cost)``; "about" when the provider had not said (``usage_estimated``)."""
+    usage = ev.get("usage")
+    out = usage.get("output_tokens") if isinstance(usage, dict) else None
+    if not isinstance(out, int) or isinstance(out, bool):
+        return "answer interrupted"
+    return f"answer interrupted ({'about ' if ev.get('usage_estimated') else ''}{out} output tokens, counted in /cost)"
+
+
 MESSAGE_LINES = 12  # lines of a person's message shown when it is replayed or comes from another terminal
 
 
@@ -385,18 +425,6 @@ def goal_words(ev: dict[str, Any]) -> str:
     if status == "paused" and _s(ev, "by") == "stuck":
         line += " · /goal resume to go on"
     return line
-
-
-class _Waiting:
-    """The spinner's text, rendered afresh at each refresh (so the seconds move)."""
-
-    def __init__(self, renderer: Renderer) -> None:
-        self.renderer = renderer
-
-    def __rich__(self) -> Any:
-        from rich.text import Text
-
-        return Text(self.renderer.waiting_text(), style="dim")
 
 
 def log_line_summary(ev: dict[str, Any]) -> str:

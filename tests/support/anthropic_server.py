@@ -37,6 +37,8 @@ The API:
   a ``tool_use`` may carry ``partial_json`` to send instead of its ``input``), one event
   per chunk; ``error="overloaded_error"`` ends it with an error event instead.
   ``raw(path_or_bytes)``: a whole HTTP response written to the socket.
+  ``paused(answer, after, gate)``: ``answer`` held after the chunk that streams the text
+  ``after`` until the test sets the ``threading.Event`` ``gate`` (or the server stops).
   ``error_response(status, error_type, message, headers=None)``: a JSON error answer.
   ``end`` is ``"finish"`` (terminate the body), ``"close"`` (drop the connection
   mid-body) or ``"hang"`` (send, then go silent until the server stops).
@@ -71,7 +73,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
@@ -84,6 +86,7 @@ __all__ = [
     "check_tool_pairing",
     "error_response",
     "message",
+    "paused",
     "raw",
     "replay",
     "replay_chunks",
@@ -102,6 +105,15 @@ class Answer:
     raw: bytes | None = None
     end: End = "finish"
     headers: tuple[tuple[str, str], ...] = ()
+    gates: tuple[tuple[int, threading.Event], ...] = ()  # (chunk index, event): wait before it
+
+
+def paused(answer: Answer, after: str, gate: threading.Event) -> Answer:
+    """``answer`` held after its first chunk holding ``after`` until the test sets
+    ``gate`` (or the server stops): a stream that pauses mid-answer, released by the test."""
+    needle = json.dumps(after, ensure_ascii=False)[1:-1].encode()
+    index = next(i for i, c in enumerate(answer.chunks) if needle in c)
+    return replace(answer, gates=(*answer.gates, (index + 1, gate)))
 
 
 @dataclass(frozen=True)
@@ -356,7 +368,11 @@ class _Handler(BaseHTTPRequestHandler):
             + "transfer-encoding: chunked\r\n\r\n"
         )
         self.wfile.write(head.encode())
-        for chunk in answer.chunks:
+        gates = dict(answer.gates)
+        for n, chunk in enumerate(answer.chunks):
+            gate = gates.get(n)
+            while gate is not None and not gate.wait(0.1) and not self.server.owner._stopping.is_set():
+                pass  # held until the test releases it
             if chunk:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
