@@ -16,6 +16,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -117,9 +118,10 @@ class Campaign:
         self.write_outputs()
         return entry
 
-    def run(self, path: str | None = None, tool_calls: int = 0) -> Evaluation:
-        """Evaluate ``path`` (default: the spec's candidate) with the campaign's evaluator (blocking)."""
-        return self.evaluator(self.spec, self.workspace, path or self.spec.candidate, tool_calls=tool_calls)
+    def run(self, path: str | None = None, tool_calls: int = 0, **where: Any) -> Evaluation:
+        """Evaluate ``path`` (default: the spec's candidate) with the campaign's evaluator
+        (blocking); ``where`` (``sandbox``, ``env``: the session's) goes to the evaluator."""
+        return self.evaluator(self.spec, self.workspace, path or self.spec.candidate, tool_calls=tool_calls, **where)
 
     def keep(self, ev: Evaluation) -> Entry:
         """Commit the candidate when ``ev`` beats the best so far, and add ``ev`` to the board."""

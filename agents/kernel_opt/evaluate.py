@@ -21,11 +21,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+from ..tools.base import SandboxPolicy
+from ..tools.errors import SandboxUnavailable
+from .confine import confine
 from .guard import forbidden_imports
 from .measure import geomean
 from .spec import CampaignSpec
@@ -147,6 +151,8 @@ def evaluate_kernel(
     *,
     tool_calls: int = 0,
     timeout_s: float | None = None,
+    sandbox: SandboxPolicy | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Evaluation:
     """Evaluate the candidate at ``workspace / path`` (blocking; run it in a worker thread).
 
@@ -156,6 +162,8 @@ def evaluate_kernel(
         path: the candidate file (usually ``spec.candidate``).
         tool_calls: the campaign's tool-call count so far (recorded in the result).
         timeout_s: limit for the evaluation process (default ``spec.budget.eval_timeout_s``).
+        sandbox, env: the session's sandbox policy and the tools' environment: the
+            candidate's code runs confined like ``bash`` (``run_child``); ``None``: unconfined.
 
     Returns:
         The ``Evaluation``; never raises for a bad candidate.
@@ -173,7 +181,7 @@ def evaluate_kernel(
         return Evaluation(**base, status="refused", reason=reason)
     req = build_request(spec, file)
     t0 = time.monotonic()
-    raw, problem = run_child(req, timeout_s or spec.budget.eval_timeout_s, cwd=workspace)
+    raw, problem = run_child(req, timeout_s or spec.budget.eval_timeout_s, cwd=workspace, sandbox=sandbox, env=env)
     wall = time.monotonic() - t0
     if problem is not None:
         status = "timeout" if problem.startswith("timed out") else "error"
@@ -198,14 +206,28 @@ def _from_child(raw: dict[str, Any], base: dict[str, Any], device: str, wall: fl
     )  # fmt: skip
 
 
-def run_child(req: dict[str, Any], timeout_s: float, cwd: Path) -> tuple[dict[str, Any], str | None]:
-    """Run ``child.py`` on ``req``; return ``(result, None)`` or ``({}, one-line problem)``."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+def run_child(req: dict[str, Any], timeout_s: float, cwd: Path, sandbox: SandboxPolicy | None = None,
+              env: Mapping[str, str] | None = None) -> tuple[dict[str, Any], str | None]:
+    """Run ``child.py`` on ``req``; return ``(result, None)`` or ``({}, one-line problem)``.
+
+    Args:
+        req: the request (``build_request``).
+        timeout_s: the process's limit, in seconds; its process group is killed past it.
+        cwd: the workspace (the working directory).
+        sandbox: the session's sandbox policy: the child runs confined like ``bash``
+            (``confine.confine``); ``None`` runs it unconfined (direct calls, Ray tasks).
+        env: the environment (default: this process's).
+    """
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "TRITON_INTERPRET"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     with tempfile.TemporaryDirectory(prefix="musec-kernel-eval-") as tmp:
         req_file, out_file, log_file = (Path(tmp) / n for n in ("req.json", "out.json", "log.txt"))
         req_file.write_text(json.dumps(req))
         cmd = [sys.executable, "-m", "musec.agents.kernel_opt.child", str(req_file), str(out_file)]
+        try:
+            cmd, env = confine(cmd, sandbox, cwd, tmp, env, reads=[str(req.get("spec_dir") or "")])
+        except SandboxUnavailable as exc:
+            return {}, f"the evaluation cannot run in the sandbox: {exc}"
         with open(log_file, "wb") as log:
             proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip

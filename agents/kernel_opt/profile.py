@@ -10,6 +10,7 @@ and Nsight Compute need a GPU and are not used.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .evaluate import build_request, run_child
 from .guard import forbidden_imports
@@ -22,7 +23,8 @@ NO_PROFILER = (
 )
 
 
-def profile_kernel(spec: CampaignSpec, workspace: Path, path: str, shape: int = 0) -> tuple[str, bool]:
+def profile_kernel(spec: CampaignSpec, workspace: Path, path: str, shape: int = 0, *,
+                   sandbox: Any = None, env: Any = None) -> tuple[str, bool]:
     """Profile the candidate at ``workspace / path`` on shape number ``shape``.
 
     Returns:
@@ -43,7 +45,7 @@ def profile_kernel(spec: CampaignSpec, workspace: Path, path: str, shape: int = 
     if hits:
         return "refused before running: forbidden import " + "; ".join(hits), True
     req.update(mode="profile", shape=shapes[shape])
-    raw, problem = run_child(req, spec.budget.eval_timeout_s, cwd=workspace)
+    raw, problem = run_child(req, spec.budget.eval_timeout_s, cwd=workspace, sandbox=sandbox, env=env)
     if problem is not None:
         return problem, True
     if raw.get("status") != "ok":

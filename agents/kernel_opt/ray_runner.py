@@ -66,8 +66,9 @@ class RayEvaluator:
             ray.init(address=address, include_dashboard=False, log_to_driver=False, **init_kwargs)
         self._task = ray.remote(evaluate_shipped)
 
-    def __call__(self, spec: CampaignSpec, workspace: Path, path: str, *, tool_calls: int = 0) -> Evaluation:
-        """Evaluate ``workspace / path`` on the cluster; blocks until the task is done."""
+    def __call__(self, spec: CampaignSpec, workspace: Path, path: str, *, tool_calls: int = 0, **where: Any) -> Evaluation:
+        """Evaluate ``workspace / path`` on the cluster; blocks until the task is done. The
+        session's sandbox (``where``) does not reach the cluster's machines: the person's own."""
         source = (Path(workspace) / path).read_text()
         resources = {"num_gpus": 1} if spec.device == "cuda" else {"num_cpus": 1}
         ref = self._task.options(**resources).remote(spec.name, _spec_files(spec), path, source, tool_calls)

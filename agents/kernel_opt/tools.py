@@ -83,7 +83,8 @@ class EvaluateKernelTool:
         if spent:
             return ToolOutput(content=f"{spent}: stop evaluating and show the leaderboard", is_error=True)
         async with _device_lock(c.spec.device):  # evaluations never overlap: their timings would interfere
-            ev = await anyio.to_thread.run_sync(lambda: c.run(path, calls), abandon_on_cancel=True)
+            ev = await anyio.to_thread.run_sync(lambda: c.run(path, calls, sandbox=ctx.sandbox, env=ctx.env),
+                                                abandon_on_cancel=True)
             entry = c.keep(ev)
             c.publish(entry)  # on the event loop: the session's recorder is not thread-safe
             await anyio.to_thread.run_sync(c.write_outputs, abandon_on_cancel=True)
@@ -117,7 +118,8 @@ class ProfileKernelTool:
             return ToolOutput(content="shape must be an integer index into the spec's shapes", is_error=True)
         c = self.campaign
         text, is_error = await anyio.to_thread.run_sync(
-            lambda: profile_kernel(c.spec, c.workspace, path, shape), abandon_on_cancel=True
+            lambda: profile_kernel(c.spec, c.workspace, path, shape, sandbox=ctx.sandbox, env=ctx.env),
+            abandon_on_cancel=True
         )
         return ToolOutput(content=text, is_error=is_error)
 

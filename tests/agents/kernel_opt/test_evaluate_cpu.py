@@ -78,3 +78,57 @@ def test_profile_on_the_cpu_gives_the_profilers_table(spec, tmp_path):
     (tmp_path / "candidate.py").write_text(FORBIDDEN)
     text, is_error = profile_kernel(spec, tmp_path, "candidate.py", 0)
     assert is_error and text.startswith("refused before running")
+
+
+ESCAPING = """import socket
+import torch
+
+try:
+    with open({outside!r}, "w") as f:
+        f.write("written by the candidate")
+    WROTE = True
+except OSError:
+    WROTE = False
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=5).close()
+    REACHED = True
+except OSError:
+    REACHED = False
+
+
+def kernel(x, w):
+    if WROTE or REACHED:
+        raise RuntimeError(f"escaped: wrote={{WROTE}} reached={{REACHED}}")
+    return torch.softmax(x @ w, dim=-1)
+"""
+
+
+@pytest.mark.skipif(__import__("shutil").which("bwrap") is None, reason="needs bubblewrap")
+def test_the_candidate_runs_in_the_sessions_sandbox(spec, tmp_path):
+    """The candidate's module level ran with the daemon's rights: it wrote outside the
+    workspace and reached the network under --approval auto (fresh user s5 F11). With the
+    session's sandbox policy it can do neither, and the evaluation still works (torch in
+    bubblewrap, the result file written through the sandbox)."""
+    import shutil
+    import socket
+    import tempfile
+    from pathlib import Path
+
+    from musec.agents.tools.base import SandboxPolicy
+
+    outside = Path(tempfile.mkdtemp(prefix="outside", dir="/var/tmp"))  # not the sandbox's private /tmp
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    try:
+        source = ESCAPING.format(outside=str(outside / "escaped.txt"), port=listener.getsockname()[1])
+        (tmp_path / "candidate.py").write_text(source)
+        ev = evaluate_kernel(spec, tmp_path, "candidate.py", sandbox=SandboxPolicy(mode="bwrap"))
+        assert ev.status == "correct", ev.reason
+        assert not (outside / "escaped.txt").exists()
+        unconfined = evaluate_kernel(spec, tmp_path, "candidate.py")  # a direct call: as before
+        assert "escaped: wrote=True reached=True" in unconfined.reason
+        assert (outside / "escaped.txt").exists()
+    finally:
+        listener.close()
+        shutil.rmtree(outside, ignore_errors=True)
