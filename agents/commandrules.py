@@ -2,8 +2,28 @@
 
 ``command_segments`` gives the simple commands of a line as bash parses it
 (``shellsplit``); ``deny_candidates`` every text a deny or ask rule is tried on;
-``command_regex`` compiles a command pattern; ``other_names`` finds a hard-linked file's
-other names (file identity, for the path kinds). Used by ``permissions``.
+``command_regex`` compiles a command pattern; ``allowing_command`` decides which allow
+rules let a command through; ``always_for_command`` what "always" saves; ``other_names``
+finds a hard-linked file's other names (file identity, for the path kinds). Used by
+``permissions``.
+
+What a command writes and runs is read by ``commandeffects`` (with ``gitrules`` and
+``sedrules``): ``cp``, ``mv``, ``rm``, ``touch``, ``tar -x``, ``unzip``, ``patch``, ``git
+checkout -- f``, ``git apply``... write files; ``find -exec``, ``git -c alias.p=push p``,
+``git -c core.sshCommand=...``, ``sed 's/x/y/e'`` run programs their arguments name. A
+rule with a wildcard never covers the latter (only the very command or a bare ``bash``
+does), and deny rules see the commands they run.
+
+Hand-written rules. A rule for a program that writes (``bash(cp *)``, ``bash(git
+checkout *)``, ``bash(tar *)``: "always" never saves one) is the person's choice: it
+covers that program's writes inside the workspace, but not outside it, not into
+``.git``, ``.musec`` or ``.agents`` (``PROTECTED``: what runs code later), and not where
+the target cannot be told (``tar -xf a.tar`` into the workspace's top, ``patch -p1 <d``,
+``cp a $D``): those are asked unless ``edit`` rules cover them. Writes by redirection or
+as a side job (``echo x > f``, ``sed -i``) always need ``edit`` rules. A rule for an
+interpreter (``bash(python *)``, ``bash(make *)``) allows what the program does, since
+running code is what it is for: the sandbox, not the rule, keeps its writes inside the
+workspace and the private /tmp (it can still write ``.git`` from there: not covered).
 """
 
 from __future__ import annotations
@@ -13,9 +33,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .commandeffects import Effects, Write, effects, program_key
 from .shellsplit import ShellSplit, SimpleCommand, split_commands
+from .wrappers import EXACT_RUNNERS, core_words, runner_prefix, unwrapped
 
-__all__ = ["MAX_LINK_SCAN", "allowing_command", "always_for_command", "command_regex", "command_segments", "core_words", "deny_candidates", "file_writes",
+__all__ = ["MAX_LINK_SCAN", "allowing_command", "always_for_command", "command_regex", "command_segments", "changes_directory", "core_words", "deny_candidates", "file_writes", "pattern_problem", "unsure_reason", "PROTECTED",
            "normalize", "other_names"]
 
 _REDIRECTION = re.compile(r"^(?:[0-9]+|\{\w+\})?(?:&>>|<<<|<<-|<<|<>|<&|>>|>&|>\||&>|<|>)")
@@ -41,6 +63,23 @@ def command_regex(pattern: str) -> re.Pattern[str]:
 def normalize(text: str) -> str:
     return " ".join(text.split())
 
+def pattern_problem(pattern: str) -> str | None:
+    """What is wrong with a ``bash`` rule's pattern, as the end of a sentence that starts
+    with the rule, or ``None``: it must be one simple command (each command of a line is
+    matched on its own, so ``npm test && rm *`` would never match) and parse (quotes
+    closed)."""
+    split = split_commands(pattern)
+    if not split.parsed:
+        why = (split.unsure or "").split("(", 1)[-1].rstrip(")")
+        return f"does not parse as a command ({why}); close its quotes or escape them with \\, like bash(echo \\'x *)"
+    commands = [c for c in split.top_level if c.text]
+    if len(commands) > 1:
+        names = ", ".join(f"bash({c.text})" for c in commands[:3])
+        return (f"names {len(commands)} commands but a bash rule matches one command at a time; "
+                f"write one rule for each: {names}")
+    return None
+
+
 def command_segments(command: str) -> list[str] | None:
     """The simple commands of a command line as bash parses it (``shellsplit``), each
     with its words joined by one space; redirections stay with their command; heredoc
@@ -52,11 +91,13 @@ def command_segments(command: str) -> list[str] | None:
     return [c.text for c in split.top_level if c.text]
 
 
-def deny_candidates(command: str, split: ShellSplit) -> set[str]:
+def deny_candidates(command: str, split: ShellSplit, depth: int = 0) -> set[str]:
     """Every text a deny or ask rule is tried on: the whole line, every simple command
     bash would run (those in substitutions, ``eval`` and ``sh -c`` strings too, with and
-    without redirections), and the pieces between any shell punctuation or quote outside
-    heredoc bodies (so text inside quotes is seen too)."""
+    without redirections), the pieces between any shell punctuation or quote outside
+    heredoc bodies (so text inside quotes is seen too), and the commands that commands
+    run (``find -exec``'s, a git alias's expansion: ``Effects.inner``), each also without
+    its wrappers and runners (``uv run``, ``npx``)."""
     found = {normalize(command)}
     for c in split.commands:
         found.add(c.text)
@@ -69,174 +110,62 @@ def deny_candidates(command: str, split: ShellSplit) -> set[str]:
     text = "\n".join(visible)
     found.update(normalize(piece) for piece in re.split(r"[;&|()\n`\"'$<>{}]", text))
     found.discard("")
-    return found | {u for c in found for u in _unwrapped(c)}
+    found |= {u for c in found for u in unwrapped(c)}
+    if depth < 4:
+        for c in split.commands:
+            for inner in command_effects(c).inner:
+                found |= deny_candidates(inner, split_commands(inner), depth + 1)
+    return found
 
 
-#: Words that run the command after them: a deny rule for ``curl`` must also catch
-#: ``env curl``, ``time curl``, ``sudo -u root curl``, ``if true; then curl`` ... Each maps
-#: to its options that take a value as the next word, and how many plain words (a
-#: duration, a priority, a CPU mask, a lock file) come before the command it runs.
-_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"}), 0),
-    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
-    "command": (frozenset(), 0), "builtin": (frozenset(), 0), "nohup": (frozenset(), 0),
-    "exec": (frozenset({"-a"}), 0),
-    "nice": (frozenset({"-n", "--adjustment"}), 0),
-    "xargs": (frozenset({"-I", "-i", "-L", "-l", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars",
-                         "-d", "--delimiter", "-E", "-e", "--eof", "-a", "--arg-file", "--process-slot-var"}), 0),
-    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C", "--close-from",
-                        "-D", "--chdir", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U",
-                        "--other-user", "-R", "--chroot"}), 0),
-    "doas": (frozenset({"-u", "-C"}), 0),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
-    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
-    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}), 0),
-    "setsid": (frozenset(), 0),
-    "chrt": (frozenset(), 1),
-    "taskset": (frozenset(), 1),
-    "flock": (frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}), 1),
-    "watch": (frozenset({"-n", "--interval", "-d", "--differences", "-q", "--equexit"}), 0),
-    "unbuffer": (frozenset(), 0), "caffeinate": (frozenset({"-t", "-w"}), 0),
-    **{w: (frozenset(), 0) for w in ("then", "else", "elif", "do", "if", "while", "until", "!")},
-}
-#: git's options before its subcommand (``git -C dir push``), and those that take a value.
-_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
-                                "--config-env", "--super-prefix", "--attr-source"})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+def unsure_reason(command: str, split: ShellSplit | None = None, depth: int = 0) -> str | None:
+    """Why the commands ``command`` runs cannot all be told before it runs: the line's
+    (``ShellSplit.unsure``) or a command's (``git -c core.hooksPath=d``, ``sed -f f``:
+    ``Effects.unsure``), in the commands they run too; ``None`` when all can be."""
+    split = split if split is not None else split_commands(command)
+    if split.unsure or depth >= 4:
+        return split.unsure or "commands run commands too deeply"
+    for c in split.commands:
+        eff = command_effects(c)
+        if eff.unsure:
+            return eff.unsure
+        for inner in eff.inner:
+            why = unsure_reason(inner, None, depth + 1)
+            if why:
+                return why
+    return None
 
 
-def _skip_options(words: list[str], value_options: frozenset[str], positionals: int) -> None:
-    """Drop a wrapper's options (and their values) and its ``positionals`` plain words
-    from the front of ``words`` (in place), up to the command it runs."""
-    while words:
-        word = words[0]
-        if word == "--":
-            words.pop(0)
-            break
-        if word.startswith("-") and len(word) > 1:
-            words.pop(0)
-            if word in value_options and words:
-                words.pop(0)
-            continue
-        if positionals:
-            words.pop(0)
-            positionals -= 1
-            continue
-        break
+def changes_directory(command: SimpleCommand) -> bool:
+    """Whether ``command`` runs somewhere else than where it starts, so the files later
+    commands (or it) write by a relative name are not known: ``cd``, ``pushd``, ``popd``,
+    or a wrapper's ``-C``/``--chdir`` (``env -C /etc tee passwd``, ``sudo -D dir``)."""
+    core = core_words(command.argv)
+    if core and core[0] in ("cd", "pushd", "popd"):
+        return True
+    wrappers = command.argv[: len(command.argv) - len(core)]
+    return any(w in ("-C", "-D", "--chdir") or w.startswith("--chdir=") or re.fullmatch(r"-[A-Za-z]*C.*", w)
+               for w in wrappers if w.startswith("-"))
 
 
-def _git_global_options(words: list[str]) -> bool:
-    """``git -C . -c k=v --no-pager push`` -> ``git push`` (in place); whether any went."""
-    i = 1
-    while i < len(words) and words[i].startswith("-") and words[i] != "--":
-        i += 2 if words[i] in _GIT_VALUE_OPTIONS and i + 1 < len(words) else 1
-    if i == 1:
-        return False
-    del words[1:i]
-    return True
-
-
-def _unwrapped(text: str) -> set[str]:
-    """``text`` without leading assignments, wrapper commands and their options, with the
-    command's path reduced to its name (``/usr/bin/curl x`` -> ``curl x``) and git's
-    global options left out (``git -C . push`` -> ``git push``): every stage is kept."""
-    return {stage for stage in _stages(text) if stage}
-
-
-def _stages(text: str) -> list[str]:
-    """What ``_unwrapped`` finds, in order (the last is the command that runs)."""
-    out: list[str] = []
-    words = text.split(" ")
-    for _ in range(8):
-        changed = False
-        while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
-            wrapper = words.pop(0)
-            changed = True
-            if wrapper in _WRAPPERS:
-                _skip_options(words, *_WRAPPERS[wrapper])
-        if words and "/" in words[0]:
-            words[0] = words[0].rsplit("/", 1)[1]
-            changed = True
-        if words and words[0] == "git" and _git_global_options(words):
-            changed = True
-        if not changed:
-            break
-        out.append(" ".join(words))
-    return out
-
-
-def core_words(words: list[str]) -> list[str]:
-    """The command a wrapper chain runs, with its arguments: ``words`` without leading
-    assignments, wrappers and their options, the name's path, and git's global options
-    (``sudo -u root /usr/bin/git -C . push`` -> ``git push``)."""
-    stages = _stages(" ".join(words)) if words else []
-    return stages[-1].split(" ") if stages else list(words)
-
-
-#: Where output goes that is not a file.
-_NOT_FILES = re.compile(r"/dev/(?:null|stdout|stderr|tty|fd/[0-9]+)")
-_FIND_WRITES = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"})
-_WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+def command_effects(command: SimpleCommand, workdir: str | None = None) -> Effects:
+    """``commandeffects.effects`` of ``command`` with its wrappers left out (git's global
+    options kept: they are git's business); under ``xargs``, a program that writes its
+    operands writes files that cannot be told."""
+    core = core_words(command.argv, keep_git=True)
+    found = effects(command, core, workdir)
+    if core and "xargs" in command.argv[: len(command.argv) - len(core)]:
+        # xargs adds operands read from its input: what they name cannot be told.
+        probe = effects(SimpleCommand([]), [*core, "a", "b"], workdir)
+        if probe.writes or probe.runs:
+            found = Effects((*found.writes, Write("", False)), found.runs, found.inner, found.unsure)
+    return found
 
 
 def file_writes(command: SimpleCommand) -> list[tuple[str, bool]]:
-    """The files ``command`` writes by its redirections and by the programs that write the
-    files named in their arguments, as ``(path, literal)``: ``path`` as written (``""``
-    when it cannot be told which file, e.g. ``sed -i``'s files among its script),
-    ``literal`` when it has no expansion or glob. ``>/dev/null`` and ``2>&1`` write no file.
-
-    Programs looked at (after wrappers, ``core_words``): ``tee FILE...``, ``sed -i``,
-    ``perl -i``, ``awk`` printing into a file, ``find -delete/-exec/-fprint``, ``dd of=FILE``, ``sort -o FILE``, ``curl -o FILE``/``-O``,
-    ``wget`` (it writes a file unless ``-O -``). Programs whose purpose is to change files
-    (``cp``, ``mv``, ``rm``, ``touch``...) are not listed: a rule naming them says so.
-    """
-    out = []
-    for _fd, op, target, literal in command.redirections:
-        if op not in _WRITE_OPS or _NOT_FILES.fullmatch(target):
-            continue
-        if op == ">&" and (target == "-" or target.isdigit()):
-            continue  # a descriptor is duplicated or closed
-        out.append((target, literal))
-    words = core_words(command.argv)
-    name, args = (words[0], words[1:]) if words else ("", [])
-    literal_args = not any(c in " ".join(args) for c in "$`*?[")
-    if name == "tee":
-        out += [(a, literal_args) for a in args if not a.startswith("-")]
-    elif name in ("sed", "perl", "ruby") and any(_in_place(name, a) for a in args):
-        out.append(("", False))
-    elif name == "dd":
-        out += [(a[3:], literal_args) for a in args if a.startswith("of=")]
-    elif name == "sort":
-        out += [(a[2:] or nxt, literal_args) for a, nxt in zip(args, [*args[1:], ""], strict=True) if a.startswith("-o")]
-        out += [(a.split("=", 1)[1], literal_args) for a in args if a.startswith("--output=")]
-    elif name == "curl":
-        for a, nxt in zip(args, [*args[1:], ""], strict=True):
-            cluster = re.fullmatch(r"-([a-zA-Z]*?)([oO])(.*)", a)
-            if a == "--output":
-                out.append((nxt, literal_args))
-            elif a.startswith("--output=") or a.startswith("--remote-name") or a == "--output-dir":
-                out.append((a.split("=", 1)[1], literal_args) if a.startswith("--output=") else ("", False))
-            elif cluster and cluster.group(2) == "o":
-                out.append((cluster.group(3) or nxt, literal_args))
-            elif cluster:
-                out.append(("", False))
-    elif name in ("awk", "gawk", "mawk", "nawk") and any(">" in a or "system" in a for a in args):
-        out.append(("", False))  # `print > "f"` or system() inside its program
-    elif name == "find" and any(a in _FIND_WRITES for a in args):
-        out.append(("", False))
-    elif name == "wget":
-        documents = [nxt for a, nxt in zip(args, [*args[1:], ""], strict=True) if a in ("-O", "--output-document")]
-        documents += [a[2:] for a in args if a.startswith("-O") and len(a) > 2]
-        documents += [a.split("=", 1)[1] for a in args if a.startswith("--output-document=")]
-        out += [(d, literal_args) if d else ("", False) for d in documents if d != "-"] if documents else [("", False)]
-    return out
-
-
-def _in_place(name: str, arg: str) -> bool:
-    """Whether ``arg`` asks ``sed``/``perl``/``ruby`` to edit files in place."""
-    if arg.startswith("--"):
-        return name == "sed" and arg.startswith("--in-place")
-    return bool(re.fullmatch(r"-[A-Za-z]*i.*", arg)) if arg.startswith("-") else False
+    """The files ``command`` writes (``command_effects``' writes), as ``(path, literal)``:
+    ``path`` as written, ``""`` when it cannot be told which file."""
+    return [(w.path, w.literal) for w in command_effects(command).writes]
 
 
 #: Programs that destroy, overwrite, publish, reach other machines or run other commands:
@@ -250,6 +179,12 @@ _EXACT_PROGRAMS = frozenset({
     "twine", "tee", "patch", "gh", "glab", "hub", "aws", "gcloud", "az", "heroku", "vercel", "netlify", "flyctl",
     "terraform", "tofu", "pulumi", "ansible", "ansible-playbook", "helm", "iptables", "nft", "ufw", "useradd",
     "userdel", "usermod", "passwd", "git-lfs", "docker-compose", "exec", "trap", "alias", "export", "unset",
+    "touch", "mkdir", "mkfifo", "tar", "unzip", "cpio", "zip", "7z", "ar", "sponge", "split", "csplit", "gzip",
+    "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "vi", "vim", "nvim", "ex", "ed", "emacs", "nano",
+    "shopt", "set", "declare", "typeset", "readonly", "local", "builtin", "command", "enable", "hash", "ulimit",
+    "umask", "chroot", "unshare", "nsenter", "runuser", "script", "expect", "parallel", "tmux", "screen",
+    "strace", "ltrace", "gdb", "valgrind", "git-shell", "bwrap",
+    "firejail", "systemd-run", "osascript", "open", "xdg-open", "launchctl", "sudoedit", "visudo",
 })
 #: Programs run by subcommand: "always" saves ``git status *`` for the subcommands named
 #: here (reading, building, testing); any other (``git push``, ``npm publish``) exactly.
@@ -311,8 +246,15 @@ def _always_pattern(part: SimpleCommand) -> str | None:
     exact = _escape(part.quoted)
     name, args = words[0], words[1:]
     wrapped = core_words(words) != words or _ASSIGNMENT_WORD.match(name) is not None
-    if wrapped or file_writes(part) or name in _EXACT_PROGRAMS or name.startswith("mkfs"):
+    eff = command_effects(part)
+    if wrapped or eff.writes or eff.runs or name in _EXACT_PROGRAMS or name.startswith("mkfs"):
         return None if any("$" in w or "`" in w for w in words) else exact
+    runner = runner_prefix(words)
+    if runner:  # `uv run pytest -x` -> `uv run pytest *`: the program it runs is named
+        program = words[runner] if runner < len(words) else ""
+        if name in EXACT_RUNNERS or not program or program.startswith("-") or "$" in program:
+            return exact
+        return " ".join(_escape(w) for w in words[: runner + 1]) + " *"
     if name in _SAFE_SUBCOMMANDS:
         sub = args[0] if args else ""
         return f"{_escape(name)} {_escape(sub)} *" if sub in _SAFE_SUBCOMMANDS[name] else exact
@@ -333,50 +275,133 @@ def _exact(rule: Any) -> bool:
     return rule.pattern is not None and re.search(r"(?<!\\)[*?]", rule.pattern) is None
 
 
+#: Names at the top of a workspace whose content runs code or decides what runs (git's
+#: hooks and config, musec's project config, skills): a rule for a program that writes
+#: does not cover writing into them; only ``edit`` rules naming them (or the very
+#: command) do.
+PROTECTED = (".git", ".musec", ".agents")
+
+
 def allowing_command(rules: list[Any], edits: list[Any], command: SimpleCommand, workdir: str | None,
                      path_matches: Callable[[Any, str, str | None], bool]) -> list[Any] | None:
     """The ``bash`` allow rules (``permissions.Rule``) that let one simple command through,
-    with the ``edit`` allow rules ``edits`` it needs, or ``None``. A command that writes
-    files (``echo x > f``, ``tee f``, ``sed -i``: ``file_writes``) is a write: a rule with
-    a wildcard (``bash(echo *)``) lets it through only when ``edit``/``write`` allow rules
-    cover every file it writes; a rule naming the very command (``bash(echo x > f)``)
-    does. A command of redirections alone (``{ ...; } >f``) needs only the edit rules.
+    with the ``edit`` allow rules ``edits`` it needs, or ``None``.
+
+    - A rule naming the very command (no wildcard: ``bash(echo x >f)``, ``bash(rm -rf
+      build)``) lets it through, its files included.
+    - A rule with a wildcard never covers a program that its options, script or config
+      name (``find -exec``, ``git -c alias...``, ``sed 's/x/y/e'``: ``Effects.runs``).
+    - Files written by a redirection or by a side job of a program that mostly reads
+      (``echo x > f``, ``sed -i``, ``curl -o``, ``git log --output``) need ``edit``/``write``
+      allow rules for every one of them, whatever ``bash`` rule matched.
+    - Files a program is for writing (``cp``'s destination, ``rm``'s operands, ``tar
+      -x``'s folder) are covered by a rule that names that program (``bash(cp *)``,
+      ``bash(git checkout *)``, hand-written: "always" never saves one) when they lie in
+      the workspace, outside ``PROTECTED`` and (a folder) not holding one of them; other
+      ones need ``edit`` rules too. One that cannot be told (``patch`` without a file,
+      ``$DEST``) is asked about.
+
+    A command of redirections alone (``{ ...; } >f``) needs only the edit rules.
     ``workdir``: where relative names are (``None``: unknown); ``path_matches(rule,
     absolute, relative)`` matches an edit rule."""
-    writes = file_writes(command)
+    eff = command_effects(command, workdir)
     plain = "'" not in command.text and '"' not in command.text  # then its text is as clear as its quoted form
     for rule in rules:
         if rule.regex is None or not _exact(rule):
             continue
         if rule.regex.fullmatch(command.quoted) or (plain and rule.regex.fullmatch(command.text)):
             return [rule]
+    matching = []
     if command.argv:
         matching = [r for r in rules if r.regex is not None and not _exact(r) and r.regex.fullmatch(command.text)]
-        if not matching:
+        if not matching or eff.runs:
             return None
-    else:
-        matching = []
-    if not writes:
+    if not eff.writes:
         return matching[:1]
-    covering = _covering_edits(edits, writes, workdir, path_matches)
-    return None if covering is None else matching[:1] + covering
+    key = program_key(core_words(command.argv)) if command.argv else []
+    naming = [r for r in matching if _names_program(r, key)]
+    rest = [w for w in eff.writes if not (w.purpose and naming and _in_workspace(w, workdir))]
+    used = naming[:1] if len(rest) < len(eff.writes) else matching[:1]
+    covering = _covering_edits(edits, rest, workdir, path_matches)
+    return None if covering is None else used + [r for r in covering if r not in used]
 
 
-def _covering_edits(edits: list[Any], writes: list[tuple[str, bool]], workdir: str | None,
+def _names_program(rule: Any, key: list[str]) -> bool:
+    """Whether ``rule``'s pattern begins with the program ``key`` names (``bash(cp *)``,
+    ``bash(git *)`` and ``bash(git checkout *)`` for ``git checkout``)."""
+    words = (rule.pattern or "").split()
+    literal = []
+    for w in words:
+        if re.search(r"(?<!\\)[*?]", w):
+            break
+        literal.append(w.replace("\\", ""))
+    n = min(len(literal), len(key))
+    return n > 0 and literal[:n] == key[:n]
+
+
+def _in_workspace(write: Write, workdir: str | None) -> bool:
+    """Whether a program's ``write`` lies in the workspace ``workdir``, outside
+    ``PROTECTED`` and, for a folder, not holding one (``.git`` counts not for git's own)."""
+    if workdir is None or "\0" in write.path:
+        return False
+    path = write.path
+    if not write.literal:
+        path = _glob_base(path)
+        if path is None:
+            return False
+    path = os.path.expanduser(path) if path == "~" or path.startswith("~/") else path
+    root = os.path.realpath(workdir)
+    abs_path = os.path.realpath(os.path.join(root, path))
+    if not _within(abs_path, root):
+        return False
+    guarded = [os.path.realpath(os.path.join(root, n)) for n in PROTECTED if not (write.git and n == ".git")]
+    if any(_within(abs_path, g) for g in guarded):
+        return False
+    # A glob's matches cannot be dot files (``_glob_base``): only a named folder can hold one.
+    return not (write.tree and write.literal and any(_within(g, abs_path) and os.path.lexists(os.path.join(root, os.path.basename(g)))
+                              for g in guarded))
+
+
+def _glob_base(path: str) -> str | None:
+    """The folder a glob's matches lie in (``build/*.o`` -> ``build``), or ``None`` when
+    it cannot be told: an expansion, a brace, ``..``, or a part that names dot files."""
+    if any(c in path for c in "$`{") or ".." in path.split("/"):
+        return None
+    parts = path.split("/")
+    first = next(i for i, p in enumerate(parts) if any(c in p for c in "*?["))
+    if any(p.startswith(".") for p in parts[first:]):
+        return None
+    return "/".join(parts[:first]) or "."
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _covering_edits(edits: list[Any], writes: list[Write], workdir: str | None,
                     path_matches: Callable[[Any, str, str | None], bool]) -> list[Any] | None:
-    """The ``edit`` allow rules that cover every file in ``writes``, or ``None``."""
+    """The ``edit`` allow rules that cover every file in ``writes``, or ``None``. A
+    folder (``tree``) is covered by a bare ``edit`` rule or one ending in ``/**`` whose
+    folder holds it."""
     used: list[Any] = []
-    for target, literal in writes:
-        if not target or not literal or "\0" in target:
+    for write in writes:
+        target = write.path
+        if not target or not write.literal or "\0" in target:
             return None
         target = os.path.expanduser(target) if target == "~" or target.startswith("~/") else target
         if workdir is None and not target.startswith("/"):
             return None
         root = os.path.realpath(workdir or "/")
         abs_path = os.path.realpath(os.path.join(root, target))
-        inside = abs_path == root or abs_path.startswith(root.rstrip("/") + "/")
+        inside = _within(abs_path, root)
         rel = os.path.relpath(abs_path, root) if workdir is not None and inside else None
-        rule = next((r for r in edits if path_matches(r, abs_path, rel)), None)
+        if write.tree:
+            rule = next((r for r in edits if r.regex is None or (
+                (r.pattern or "").endswith("/**") and path_matches(r, abs_path + "/\0", None if rel is None else
+                                                                    os.path.join(rel, "\0"))
+                and not any(c in (r.pattern or "")[:-3] for c in "*?[{"))), None)
+        else:
+            rule = next((r for r in edits if path_matches(r, abs_path, rel)), None)
         if rule is None:
             return None
         if rule not in used:

@@ -17,31 +17,27 @@ quotes, heredocs, continuations, subshells, substitutions): an allow rule lets a
 through only when every command in it is allowed, and never one with ``$(...)``,
 backticks or ``<(...)`` (those fall back to the mode); a deny or ask rule matches when
 any command (including those inside substitutions, ``eval`` and ``sh -c``) or any quoted
-text outside heredoc bodies matches. Where the commands cannot all be known (``$X args``,
-``eval "$cmd"``, an unclosed quote) and a deny or ask rule exists, it asks (denies in never).
-Wrappers and their options (``sudo -u root``, ``env -u X``, ``timeout -s KILL 5``...) and
-git's global options (``git -C . push``) are seen through by deny and ask rules.
+text outside heredoc bodies matches, wrappers (``sudo -u root``, ``uv run``) and git's global
+options (``git -C . push``) seen through. Where the commands cannot all be known (``$X``,
+``eval "$cmd"``, ``git -c core.hooksPath=d``) and a deny or ask rule exists, it asks.
 
-A command that writes files (a redirection ``>``/``>>``/``&>``/``>|`` to a file, not
-``/dev/null`` or ``2>&1``; ``tee FILE``; ``sed -i``; ``dd of=``; ``curl -o``...:
-``commandrules.file_writes``) is a write: an allow rule with a wildcard (``bash(echo *)``)
-lets it through only when ``edit`` allow rules cover every file it writes; a rule naming
-the very command (``bash(echo x >notes.txt)``) does. "Always" saves the very command for
-one that destroys, publishes, writes files or runs another (``bash(rm -rf build)``), and
+A command that writes files (``echo x > f``, ``sed -i``, ``cp a b``, ``tar -x``) or runs a
+program its arguments name (``find -exec``, ``git -c alias.p=push p``) is covered by a rule
+with a wildcard only as ``commandrules``' docstring says (``edit`` rules for its files;
+a hand-written ``bash(cp *)`` inside the workspace); a rule naming the very command
+(``bash(echo x >notes.txt)``) covers it. "Always" saves the very command for one that
+destroys, publishes, writes files or runs another (``bash(rm -rf build)``), and
 ``approval_requested`` carries what it would save (``always``) so every terminal shows it.
 
-Path patterns are the ``glob`` tool's globs (``**``, ``*``, ``?``, ``[a-z]``, ``{a,b}``;
-a pattern without ``/`` matches the file name at any depth). ``~`` expands to the home
-directory; an absolute pattern matches the absolute path, a relative one the path inside
-the workspace (after symlinks are resolved).
-
-MCP tools are named by a glob over their names, without parentheses: ``mcp__github__*``
-(every tool of the server ``github``), ``mcp__github__create_issue`` (one tool).
+Path patterns are the ``glob`` tool's globs (``**``, ``*``, ``?``, ``[a-z]``, ``{a,b}``; one
+without ``/`` matches the file name at any depth); ``~`` is the home directory; an absolute
+pattern matches the absolute path, a relative one the path in the workspace (symlinks
+resolved). MCP tools are named by a glob over their names, without parentheses:
+``mcp__github__*`` (every tool of the server ``github``), ``mcp__github__create_issue``.
 
 Precedence: deny wins over ask over allow. Rules refine the approval mode
 (``approval.decide``): a deny rule denies in every mode, an ask rule asks even in ``auto``
-(not in ``never``, which never asks),
-an allow rule lets a call through without asking in ``ask`` mode; ``read-only`` still
+(not in ``never``, which never asks), an allow rule lets a call through without asking in ``ask`` mode; ``read-only`` still
 refuses every write. Everything here is pure but ``Policy.decide``, which resolves paths.
 """
 
@@ -59,11 +55,13 @@ from .approval import Decision, decide
 from .commandrules import (
     allowing_command,
     always_for_command,
+    changes_directory,
     command_regex,
     command_segments,
-    core_words,
     deny_candidates,
     other_names,
+    pattern_problem,
+    unsure_reason,
 )
 from .core.errors import AgentError
 from .netrules import host_regex
@@ -150,6 +148,8 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
         hint = "it is not closed with ')'" if "(" in text and not text.rstrip().endswith(")") else "it is not KIND(PATTERN)"
         raise RuleError(f"rule {text!r} is malformed: {hint}; write rules like {EXAMPLES}")
     kind, pattern = m.group(1).lower(), m.group(2)
+    if re.search(r"\)\s*,\s*[A-Za-z_]+\s*\(", text):
+        raise RuleError(f"rule {text!r} holds several rules; write each as its own string, like {EXAMPLES}")
     if kind not in KINDS:
         raise RuleError(f"rule {text!r} names unknown tool kind {kind!r}; use bash(...), edit(...), write(...), read(...) or net(...)")
     if pattern is not None:
@@ -161,6 +161,9 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
     regex, absolute = None, False
     if pattern is not None:
         if kind == "bash":
+            problem = pattern_problem(pattern)
+            if problem:
+                raise RuleError(f"rule {text!r} {problem}")
             regex = command_regex(pattern)
         elif kind == "net":
             regex = host_regex(pattern, text, RuleError)
@@ -236,10 +239,10 @@ def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
         commands = [c for c in split.commands if c.text]
         if not commands:
             return []
-        moves = any(c.argv and core_words(c.argv)[0] in ("cd", "pushd", "popd") for c in commands)
+        moves = any(changes_directory(c) for c in commands)
+        edits = [r for r in every if r.kind in ("edit", "write") and r.action == "allow"]
         used: list[Rule] = []
         for command in commands:
-            edits = [r for r in every if r.kind in ("edit", "write") and r.action == "allow"]
             found = allowing_command(rules, edits, command, call.workdir if not moves else None, _path_matches)
             if found is None:
                 return []
@@ -316,15 +319,15 @@ def decide_call(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict:
 
 
 def _unsure_verdict(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict | None:
-    """A command line whose commands cannot all be known before it runs (``$X args``,
-    ``eval "$cmd"``, an unclosed quote) could be one a deny or ask rule is about: ask
-    (deny in ``never``, which never asks). ``None`` when no such rule or the line is clear."""
+    """A command line whose commands cannot all be known before it runs (``unsure_reason``)
+    could be one a deny or ask rule is about: ask (deny in ``never``, which never asks).
+    ``None`` when no such rule or the line is clear."""
     if call.tool != "bash" or call.command is None:
         return None
     guards = [r for r in rules if r.action in ("deny", "ask") and r.covers("bash") and r.regex is not None]
     if not guards:
         return None
-    why = split_commands(call.command).unsure
+    why = unsure_reason(call.command)
     if why is None:
         return None
     rule = guards[0]

@@ -127,7 +127,7 @@ def test_redirections_that_write_no_file_stay_allowed(program: str, args: list[s
 def test_the_ways_to_write_a_file_are_asked(command: str) -> None:
     allow = ["bash(echo *)", "bash(ls *)", "bash(cat *)", "bash(sed *)", "bash(perl *)", "bash(sort *)", "bash(awk *)",
              "bash(find *)",
-             "bash(curl *)", "bash(wget *)", "bash(tee -a *)", "bash(tee *)", "bash(env *)"]
+             "bash(curl *)", "bash(wget *)", "bash(env *)", "bash(sudo *)"]
     assert _decide(command, allow) == "ask", command
     # Named exactly, the very command (its file included) is allowed.
     exact = [f"bash({c.quoted.replace('*', chr(92) + '*')})" for c in split_commands(command).commands]
@@ -210,3 +210,186 @@ def test_remember_saves_nothing_for_a_target_computed_when_it_runs(tmp_path) -> 
     assert policy.always_rules(call) == []
     assert policy.remember(call) == {"saved_rules": [], "saved_to": ""}
     assert policy.decide("ask", policy.call("bash", "execute", {"command": "ls"}, [])).decision == "ask"
+
+
+# --- every way to write a file or run another program (session 5: the kind, not the case) --------
+
+#: Commands that only read: their "always" rules and hand-written rules like them.
+READERS = ["ls -la", "cat f", "echo hi", "grep -n x f", "git status", "git log --oneline", "git diff HEAD",
+           "git show HEAD", "git grep x", "git fetch origin", "sed -n 1p f", "find . -name x", "sort f", "head f",
+           "wc -l f", "python3 -m pytest -q", "npm test", "uv run pytest -x", "awk '{print $1}' f",
+           "curl -s http://x", "jq . f", "make test", "git config --get user.name", "git commit -m x",
+           "git add calc.py"]
+READER_RULES = ["bash(echo *)", "bash(ls *)", "bash(cat *)", "bash(grep *)", "bash(git status *)", "bash(git log *)",
+                "bash(git diff *)", "bash(git show *)", "bash(git grep *)", "bash(git fetch *)", "bash(sed *)",
+                "bash(find *)", "bash(sort *)", "bash(awk *)", "bash(curl *)", "bash(wget *)", "bash(jq *)",
+                "bash(env *)", "bash(sudo *)", "bash(xargs *)", "bash(git config --get *)", "bash(git commit *)"]
+#: Writes, each with ``{t}`` for its target; and commands that run a program their arguments name.
+WRITES = st.sampled_from([
+    "cp x {t}", "cp -r x {t}", "mv {t} y", "mv y {t}", "rm -rf {t}", "touch {t}", "truncate -s0 {t}", "tee {t}",
+    "tar xf a.tar -C {t}", "tar -xzf a.tgz", "unzip a.zip -d {t}", "cpio -i -D {t}", "patch {t} d.diff",
+    "patch -p1", "git apply d.diff", "git checkout -- {t}", "git restore {t}", "git reset --hard", "rsync -a s/ {t}",
+    "install x {t}", "ln -s a {t}", "ln a {t}", "sed -i s/a/b/ {t}", "sed -n 'w {t}' f", "find . -delete",
+    "find . -fprint {t}", "curl -o {t} http://x", "git log --output={t}", "git diff --output {t}", "echo x > {t}",
+    "sort -o {t} f", "dd if=x of={t}", "git config user.name x", "gzip {t}", "mkdir {t}", "chmod 777 {t}",
+    "wget http://x/{t}", "awk '{{print > \"{t}\"}}' f", "git stash", "git clean -fd", "git -C sub checkout -- {t}",
+])
+RUNS = st.sampled_from([
+    "find . -exec rm {t} \\;", "find . -execdir sh -c x \\;", "git -c 'alias.s=!rm {t}' s", "git -c alias.l=push l",
+    "sed 's/x/rm {t}/e' f", "sed -n '1e rm {t}' f", "git grep -Orm x", "git fetch --upload-pack='rm {t}' .",
+    "tar cf a.tar -I 'rm {t}' src", "awk 'BEGIN{{system(\"rm {t}\")}}'", "git -c core.pager='rm {t}' log",
+    "git -c core.sshCommand='rm {t}' fetch", "git -c core.hooksPath=h commit -m x", "git -c core.fsmonitor=x status",
+    "rsync -e 'rm {t}' a h:b", "sort --compress-program=rm f", "make --eval='x:;rm {t}' x",
+    "git -c include.path=/tmp/c status", "git rebase -x 'rm {t}' main",
+])
+TARGETS = st.sampled_from(["calc.py", "src/new.py", ".git/hooks/pre-commit", ".git/config", "/etc/passwd",
+                           "~/.bashrc", "../up.txt", ".musec/config.toml", "build", "'a b.py'", "$D", "*.py"])
+PREFIXES = st.sampled_from(["", "sudo ", "env ", "timeout 5 ", "nice -n 5 ", "xargs ", "FOO=1 "])
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> str:
+    ws = tmp_path_factory.mktemp("ws")
+    for folder in (".git/hooks", ".musec", "src", "build", "sub"):
+        (ws / folder).mkdir(parents=True)
+    return str(ws)
+
+
+def _rules_for(readers: list[str], workspace: str) -> list[str]:
+    saved = [t for r in readers for t in rules_for_call(Call("bash", "execute", command=r, workdir=workspace),
+                                                       workspace)]
+    return [*saved, *READER_RULES]
+
+
+@given(st.one_of(WRITES, RUNS), TARGETS, PREFIXES, st.lists(st.sampled_from(READERS), max_size=6))
+@SETTINGS
+def test_a_command_that_writes_or_runs_another_is_never_allowed_by_rules_for_reading_commands(
+    workspace: str, shape: str, target: str, prefix: str, readers: list[str],
+) -> None:
+    command = prefix + shape.format(t=target)
+    rules = [parse_rule(t, "allow") for t in _rules_for(readers, workspace)]
+    call = Call("bash", "execute", command=command, workdir=workspace)
+    verdict = decide_call("ask", call, rules)
+    assert verdict.decision == "ask", (command, verdict.rule)
+    # Nor by what "always" on it saves, for another target.
+    saved = [parse_rule(t, "allow") for t in rules_for_call(call, workspace)]
+    other = prefix + shape.format(t="other.py")
+    if other != command:
+        again = decide_call("ask", Call("bash", "execute", command=other, workdir=workspace), saved + rules)
+        assert again.decision == "ask", (other, [r.text for r in saved])
+
+
+@given(WRITES, st.sampled_from([".git/hooks/pre-commit", ".git/config", ".git", "/etc/passwd", "~/.bashrc",
+                                "../up.txt", ".musec/config.toml", "$D", ".*", "src/../.git/x"]))
+@SETTINGS
+def test_a_hand_written_rule_for_a_writing_program_stays_out_of_protected_paths(
+    workspace: str, shape: str, target: str,
+) -> None:
+    command = shape.format(t=target)
+    words = command.split()
+    names = [f"bash({' '.join(words[:n])} *)" for n in (1, 2)]
+    rules = [parse_rule(t, "allow") for t in names if "'" not in t and "{" not in t]
+    if "{t}" not in shape:
+        return  # the target is not the generated one
+    verdict = decide_call("ask", Call("bash", "execute", command=command, workdir=workspace), rules)
+    assert verdict.decision == "ask", (command, verdict.rule)
+
+
+@pytest.mark.parametrize("command, rule", [
+    ("cp a.py src/b.py", "bash(cp *)"), ("cp -r src build/copy", "bash(cp *)"), ("mv build/x build/y", "bash(mv *)"),
+    ("rm -rf build", "bash(rm *)"), ("rm -f src/*.pyc", "bash(rm *)"), ("touch src/new.py", "bash(touch *)"),
+    ("tar xzf a.tgz -C build", "bash(tar *)"), ("tar czf build/a.tgz src", "bash(tar *)"),
+    ("unzip -o a.zip -d build", "bash(unzip *)"), ("git checkout -- calc.py", "bash(git checkout *)"),
+    ("git restore src/a.py", "bash(git *)"), ("tee build/log", "bash(tee *)"), ("ln -s ../calc.py src/c.py", "bash(ln *)"),
+    ("patch calc.py fix.diff", "bash(patch *)"), ("mkdir -p build/x", "bash(mkdir *)"),
+])
+def test_a_hand_written_rule_for_a_writing_program_covers_it_in_the_workspace(
+    workspace: str, command: str, rule: str,
+) -> None:
+    verdict = decide_call("ask", Call("bash", "execute", command=command, workdir=workspace), [parse_rule(rule, "allow")])
+    assert verdict.decision == "allow", command
+    # Without a known working folder (after a cd), it is asked.
+    moved = f"cd /etc && {command}"
+    rules = [parse_rule(rule, "allow"), parse_rule("bash(cd *)", "allow")]
+    assert decide_call("ask", Call("bash", "execute", command=moved, workdir=workspace), rules).decision == "ask"
+
+
+@pytest.mark.parametrize("command", [
+    "python3 -c 'open(\"x\", \"w\")'", "python3 tools/gen.py", "make build", "node -e 'x'", "bash build.sh",
+])
+def test_a_hand_written_interpreter_rule_allows_what_the_interpreter_runs(workspace: str, command: str) -> None:
+    """Running code is what these are for: the person chose it; the sandbox holds the writes."""
+    name = command.split()[0]
+    verdict = decide_call("ask", Call("bash", "execute", command=command, workdir=workspace),
+                          [parse_rule(f"bash({name} *)", "allow")])
+    assert verdict.decision == "allow"
+
+
+ALIAS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=6).filter(
+    lambda a: a not in ("push", "status", "log", "diff"))
+
+
+@given(st.lists(WRAPPERS, max_size=2), ALIAS, st.sampled_from(["push", "'!git push'", "'!f() { git push; }; f'",
+                                                             "\"push --force\""]),
+       st.lists(GIT_OPTIONS, max_size=2), st.sampled_from(["", "origin", "origin main"]))
+@SETTINGS
+def test_a_git_alias_on_the_line_does_not_get_past_a_deny_rule(
+    wrappers: list[str], alias: str, value: str, options: list[str], args: str,
+) -> None:
+    command = " ".join([*wrappers, "git", *options, "-c", f"alias.{alias}={value}", alias, args]).strip()
+    assert _verdict(command, allow=["bash"], deny=["bash(git push *)"]) == "deny", command
+    assert _verdict(command, "ask", allow=["bash(git *)"]) == "ask", command
+
+
+@pytest.mark.parametrize("command", [
+    "find . -exec git push \\;", "find . -name x -execdir git push origin {} +", "uv run git push",
+    "uv run --with x git push", "npx -y git push", "poetry run git push", "bundle exec git push origin",
+    "git -c core.sshCommand='git push' fetch", "git -c core.pager='sh -c \"git push\"' log",
+    "git fetch --upload-pack='git push' .", "git rebase --exec 'git push' main", "git bisect run git push",
+    "git submodule foreach git push", "tar -xf a.tar --to-command='git push'",
+])
+def test_commands_that_commands_run_are_seen_by_deny_rules(command: str) -> None:
+    assert _verdict(command, allow=["bash"], deny=["bash(git push *)"]) == "deny", command
+
+
+@pytest.mark.parametrize("command", [
+    "git -c core.hooksPath=h commit -m x", "sed 's/.*/x/e' f", "git -c include.path=c status", "sed -f s.sed f",
+])
+def test_a_command_whose_programs_cannot_be_told_is_asked_when_a_deny_rule_exists(command: str) -> None:
+    assert _verdict(command, "ask", allow=["bash"], deny=["bash(git push *)"]) == "ask", command
+    assert _verdict(command, "never", allow=["bash"], deny=["bash(git push *)"]) == "deny", command
+    assert _verdict(command, "ask", allow=["bash"]) == "allow", command  # no deny rule: nothing to miss
+
+
+@pytest.mark.parametrize("command, saved", [
+    ("uv run pytest -x", ["bash(uv run pytest *)"]), ("npx eslint .", ["bash(npx eslint *)"]),
+    ("npx -y x", ["bash(npx -y x)"]), ("cp a b", ["bash(cp a b)"]), ("tar xzf a.tgz", ["bash(tar xzf a.tgz)"]),
+    ("git log --output=x", ["bash(git log --output=x)"]), ("sed -n 1p f", ["bash(sed *)"]),
+    ("sed 's/a/b/w out' f", ["bash(sed 's/a/b/w out' f)"]), ("find . -exec rm {} +", ["bash(find . -exec rm '{}' +)"]),
+    ("git -c alias.p=push p", ["bash(git -c alias.p=push p)"]), ("touch x", ["bash(touch x)"]),
+])
+def test_always_names_the_very_command_that_writes_or_runs_another(command: str, saved: list[str]) -> None:
+    assert rules_for_call(Call("bash", "execute", command=command), "/w") == saved
+
+
+@pytest.mark.parametrize("text, says", [
+    ("bash(npm test && rm *)", "write one rule for each: bash(npm test), bash(rm *)"),
+    ("bash(ls | grep x)", "names 2 commands"),
+    ("bash(echo 'x *)", "does not parse"),
+    ("bash(pytest *), edit(src/**)", "holds several rules"),
+])
+def test_a_bad_command_rule_says_what_is_wrong_in_one_line(text: str, says: str) -> None:
+    from musec.agents.permissions import RuleError
+
+    with pytest.raises(RuleError) as info:
+        parse_rule(text, "allow")
+    assert says in str(info.value) and "\n" not in str(info.value) and "bash(" in str(info.value)
+
+
+@pytest.mark.parametrize("command, decision", [
+    ("ls | xargs rm -rf", "ask"), ("find . -name '*.o' | xargs rm", "ask"), ("ls | xargs -I {} cp {} /etc",  "ask"),
+    ("ls | xargs grep -n x", "allow"), ("ls | xargs wc -l", "allow"),
+])
+def test_xargs_operands_are_not_known(workspace: str, command: str, decision: str) -> None:
+    rules = [parse_rule(t, "allow") for t in ("bash(xargs *)", "bash(ls *)", "bash(find *)", "bash(rm *)", "bash(cp *)")]
+    assert decide_call("ask", Call("bash", "execute", command=command, workdir=workspace), rules).decision == decision

@@ -114,3 +114,92 @@ def test_an_echo_rule_does_not_let_a_headless_run_overwrite_a_file(
     proc = musec("run", "--agents", "none", "--model", script, "--approval", "ask", "x", cwd=workspace)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     assert (workspace / changed).exists() and (workspace / changed).read_bytes() != before.get(changed)
+
+
+# --- the kinds left (session 5): git config on the line, programs that write, hand-written rules --
+
+pytestmark_bwrap = pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="needs bubblewrap")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def _run(musec: Musec, workspace: Path, tmp_path: Path, name: str, commands: list[tuple[str, str | None]],
+         approval: str = "ask"):
+    """A headless run of ``commands`` (each with the text its result must hold, or None)."""
+    turns: list = []
+    for command, expect in commands:
+        turns.append([{"tool": "bash", "input": {"command": command}}])
+        if expect is not None:
+            turns.append([{"expect_result": expect}])
+    script = _script(tmp_path, name, [*turns, [{"text": "end"}]])
+    proc = musec("run", "--agents", "none", "--model", script, "--output-format", "json", "--approval", approval,
+                 "--sandbox", "bwrap", "x", cwd=workspace)
+    return proc, json.loads(proc.stdout.splitlines()[-1]) if proc.stdout.strip() else {}
+
+
+@pytestmark_bwrap
+def test_a_git_alias_on_the_line_does_not_push_past_a_deny_rule(musec: Musec, workspace: Path, tmp_path: Path) -> None:
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "-qm", "first")
+    _git(workspace, "init", "-q", "--bare", "remote.git")  # inside the workspace: the sandbox lets a push land
+    _git(workspace, "remote", "add", "origin", str(workspace / "remote.git"))
+    pushes = ["git -c alias.p=push p origin HEAD:refs/heads/main", "git -c 'alias.q=!git push' q origin HEAD:main",
+              "find . -maxdepth 0 -exec git push origin HEAD:main \\;"]
+    _user_config(musec, '[permissions]\nallow = ["bash(git *)", "bash(find *)"]\ndeny = ["bash(git push *)"]\n')
+    proc, result = _run(musec, workspace, tmp_path, "alias", [(c, "forbids it") for c in pushes], approval="auto")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert _git(workspace / "remote.git", "for-each-ref") == ""
+    # The control: without the deny rule the same spelling does push from inside the sandbox.
+    _user_config(musec, '[permissions]\nallow = ["bash(git *)"]\n')
+    proc, result = _run(musec, workspace, tmp_path, "alias2", [(pushes[0], None)], approval="auto")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert "refs/heads/main" in _git(workspace / "remote.git", "for-each-ref")
+
+
+@pytestmark_bwrap
+@pytest.mark.parametrize("command, rule, lands, asked", [
+    ("cp src/important.py .git/hooks/pre-commit", "bash(cp *)", ".git/hooks/pre-commit", True),
+    ("cp src/important.py src/copy.py", "bash(cp *)", "src/copy.py", False),
+    ("tar xf a.tar", "bash(tar *)", "evil.py", True),
+    ("tar xf a.tar -C build", "bash(tar *)", "build/evil.py", False),
+    ("tar xf a.tar -C build", "bash(ls *)", "build/evil.py", True),
+    ("git checkout -- calc.py", "bash(git status *)", None, True),
+    ("sed -n 'w calc.py' test_calc.py", "bash(sed *)", None, True),
+])
+def test_what_a_hand_written_rule_for_a_writing_program_lets_through(
+    musec: Musec, workspace: Path, tmp_path: Path, command: str, rule: str, lands: str | None, asked: bool,
+) -> None:
+    import tarfile
+
+    (workspace / "evil.src").write_text("x = 1\n")
+    with tarfile.open(workspace / "a.tar", "w") as tar:
+        tar.add(workspace / "evil.src", arcname="evil.py")
+    (workspace / ".git" / "hooks").mkdir(parents=True, exist_ok=True)
+    _git(workspace, "add", "calc.py", "test_calc.py")
+    _git(workspace, "commit", "-qm", "first")
+    (workspace / "calc.py").write_text("changed\n")
+    _user_config(musec, f'[permissions]\nallow = ["{rule}"]\n')
+    proc, result = _run(musec, workspace, tmp_path, "w", [(command, None)])
+    if asked:
+        assert proc.returncode == 3 and result["exit_reason"] == "needs_approval", (proc.stdout, proc.stderr)
+        assert lands is None or not (workspace / lands).exists()
+        assert (workspace / "calc.py").read_text() == "changed\n"
+    else:
+        assert proc.returncode == 0, (proc.stdout, proc.stderr)
+        assert lands is not None and (workspace / lands).exists()
+
+
+def test_a_bad_command_rule_in_the_config_is_one_clear_line(musec: Musec, workspace: Path, tmp_path: Path) -> None:
+    config = _user_config(musec, '[permissions]\nallow = ["bash(npm test && rm *)"]\n')
+    script = _script(tmp_path, "bad", [[{"text": "end"}]])
+    proc = musec("run", "--agents", "none", "--model", script, "x", cwd=workspace)
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert str(config) in lines[0] and "bash(npm test), bash(rm *)" in lines[0], lines[0]
