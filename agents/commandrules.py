@@ -136,6 +136,17 @@ def unsure_reason(command: str, split: ShellSplit | None = None, depth: int = 0)
     return None
 
 
+#: Variables that change which program a named command runs, or make one that runs none
+#: run one (``PATH=./bin git status``, ``LD_PRELOAD``, ``GIT_CONFIG_COUNT``, ``PAGER``,
+#: ``HOME`` for git's global config, ``BASH_ENV``): set on a command line, what runs
+#: cannot be told.
+RISKY_ENV = re.compile(r"^(?:PATH|LD_PRELOAD|LD_LIBRARY_PATH|LD_AUDIT|DYLD_[A-Z_]+|BASH_ENV|ENV|HOME|XDG_CONFIG_HOME"
+                       r"|PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|SSH_ASKPASS|PROMPT_COMMAND|SHELLOPTS"
+                       r"|BASHOPTS|GLOBIGNORE|CDPATH|GIT_(?:CONFIG[A-Z0-9_]*|SSH|SSH_COMMAND|PAGER|EDITOR"
+                       r"|SEQUENCE_EDITOR|EXTERNAL_DIFF|ASKPASS|PROXY_COMMAND|EXEC_PATH|DIR|WORK_TREE|TEMPLATE_DIR))\+?=")
+_DECLARES = frozenset({"export", "declare", "typeset", "readonly", "local"})
+
+
 def changes_directory(command: SimpleCommand) -> bool:
     """Whether ``command`` runs somewhere else than where it starts, so the files later
     commands (or it) write by a relative name are not known: ``cd``, ``pushd``, ``popd``,
@@ -154,6 +165,10 @@ def command_effects(command: SimpleCommand, workdir: str | None = None) -> Effec
     operands writes files that cannot be told."""
     core = core_words(command.argv, keep_git=True)
     found = effects(command, core, workdir)
+    risky = [w for w in command.argv[: len(command.argv) - len(core)] if RISKY_ENV.match(w)]
+    if risky or (core and core[0] in _DECLARES and any(RISKY_ENV.match(w) for w in core[1:])):
+        why = f"`{(risky or core)[0].split('=', 1)[0]}=` changes what the command runs"
+        found = Effects(found.writes, found.runs or why, found.inner, found.unsure or why)
     if core and "xargs" in command.argv[: len(command.argv) - len(core)]:
         # xargs adds operands read from its input: what they name cannot be told.
         probe = effects(SimpleCommand([]), [*core, "a", "b"], workdir)
@@ -187,31 +202,31 @@ _EXACT_PROGRAMS = frozenset({
     "firejail", "systemd-run", "osascript", "open", "xdg-open", "launchctl", "sudoedit", "visudo",
 })
 #: Programs run by subcommand: "always" saves ``git status *`` for the subcommands named
-#: here (reading, building, testing); any other (``git push``, ``npm publish``) exactly.
+#: here (reading, building, testing); any other (``git push``, ``npm publish``) exactly,
+#: installs too (``npm install x``, ``pip install x``: new code that runs its own scripts).
 _SAFE_SUBCOMMANDS: dict[str, frozenset[str]] = {
     "git": frozenset({"status", "log", "diff", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse",
                       "describe", "shortlog", "fetch", "add", "commit", "cat-file", "rev-list", "show-ref",
                       "version", "help", "check-ignore", "for-each-ref", "name-rev", "merge-base", "range-diff",
                       "whatchanged", "count-objects", "var"}),
     **dict.fromkeys(("npm", "pnpm", "yarn", "bun"), frozenset({
-        "test", "t", "run", "run-script", "ci", "install", "i", "add", "ls", "list", "outdated", "view", "info",
+        "test", "t", "run", "run-script", "ls", "list", "outdated", "view", "info",
         "audit", "why", "explain", "pack", "start", "build", "lint", "fund", "doctor"})),
     "cargo": frozenset({"build", "b", "check", "c", "test", "t", "run", "r", "bench", "clippy", "fmt", "doc",
-                        "tree", "metadata", "update", "fetch", "search", "add", "nextest", "expand"}),
-    "go": frozenset({"build", "test", "vet", "run", "fmt", "mod", "list", "version", "env", "doc", "generate", "get",
-                     "tool"}),
+                        "tree", "metadata", "fetch", "search", "nextest", "expand"}),
+    "go": frozenset({"build", "test", "vet", "run", "fmt", "list", "version", "env", "doc", "generate", "tool"}),
     **dict.fromkeys(("docker", "podman"), frozenset({"ps", "images", "build", "logs", "inspect", "version", "info",
                                                       "pull", "stats", "top", "diff", "history", "search"})),
     "kubectl": frozenset({"get", "describe", "logs", "explain", "version", "top", "api-resources", "api-versions",
                           "diff"}),
     **dict.fromkeys(("pip", "pip3", "uv", "poetry", "conda", "pipenv", "pdm", "hatch"), frozenset({
-        "install", "list", "show", "freeze", "check", "lock", "sync", "run", "tree", "build", "search", "add",
-        "info", "download", "wheel", "venv", "env", "test", "shell", "compile", "inspect", "debug"})),
+        "list", "show", "freeze", "check", "lock", "run", "tree", "build", "search", "info", "venv", "env", "test",
+        "shell", "compile", "inspect", "debug"})),
     **dict.fromkeys(("dotnet", "mvn", "gradle", "./gradlew", "./mvnw", "bazel", "nix", "brew", "apt", "apt-get",
                      "apt-cache", "dnf", "yum", "gem", "bundle", "composer", "mix", "stack", "cabal", "deno",
                      "swift", "rustup", "cmake"), frozenset({
         "build", "test", "run", "restore", "check", "list", "info", "search", "show", "compile", "package", "verify",
-        "clean", "install", "exec", "doc", "fmt", "lint", "policy", "version", "--build", "outdated"})),
+        "clean", "doc", "fmt", "lint", "policy", "version", "--build", "outdated"})),
 }
 _INTERPRETER = re.compile(r"(?:python|pypy|ruby|perl|php|lua|node|Rscript|julia|tclsh|ipython)[0-9.]*")
 

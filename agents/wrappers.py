@@ -86,7 +86,13 @@ RUNNERS: dict[str, tuple[str, ...]] = {
     "poetry": ("run",), "pipenv": ("run",), "pdm": ("run",), "hatch": ("run",), "conda": ("run",),
     "mamba": ("run",), "bundle": ("exec",), "npm": ("exec", "x"), "pnpm": ("exec", "dlx"), "yarn": ("exec", "dlx"),
     "bun": ("x",), "nix": ("run", "shell", "develop"), "direnv": ("exec",), "rye": ("run",),
-    "pixi": ("run", "exec"),
+    "pixi": ("run", "exec"), "composer": ("exec",),
+    # Programs that run the command after their options: tracers, sandboxes, schedulers, multi-call binaries.
+    **dict.fromkeys(("strace", "ltrace", "valgrind", "gdb", "perf", "chroot", "unshare", "nsenter", "runuser",
+                     "faketime", "proxychains", "proxychains4", "torsocks", "catchsegv", "dbus-launch",
+                     "dbus-run-session", "xvfb-run", "mpirun", "mpiexec", "srun", "entr", "parallel", "numactl",
+                     "cgexec", "systemd-run", "firejail", "bwrap", "fakeroot", "sg", "pkexec", "busybox", "toybox",
+                     "ssh-agent", "script", "expect", "tmux", "screen", "su", "fish", "nohup"), ()),
 }
 #: Runners whose options or a folder come before the program: "always" saves the very command.
 EXACT_RUNNERS = frozenset({"nix", "direnv", "conda", "mamba"})

@@ -393,3 +393,29 @@ def test_a_bad_command_rule_says_what_is_wrong_in_one_line(text: str, says: str)
 def test_xargs_operands_are_not_known(workspace: str, command: str, decision: str) -> None:
     rules = [parse_rule(t, "allow") for t in ("bash(xargs *)", "bash(ls *)", "bash(find *)", "bash(rm *)", "bash(cp *)")]
     assert decide_call("ask", Call("bash", "execute", command=command, workdir=workspace), rules).decision == decision
+
+
+@pytest.mark.parametrize("command", [
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push git p", "env PATH=./bin:$PATH git status",
+    "export PATH=./bin:$PATH; git status", "PATH=./bin; git status", "LD_PRELOAD=./x.so git status",
+    "HOME=/tmp/h git fetch", "GIT_SSH_COMMAND='sh x' git fetch", "sudo GIT_EXEC_PATH=/tmp git status",
+])
+def test_variables_that_change_what_runs_make_a_line_unsure(command: str) -> None:
+    assert _verdict(command, "ask", allow=["bash"], deny=["bash(git push *)"]) == "ask", command
+    rules = ["bash(env *)", "bash(git *)", "bash(export *)", "bash(sudo *)", "bash(PATH=*)", "bash(LD_PRELOAD=* *)",
+             "bash(HOME=* *)", "bash(GIT_* *)", "bash(GIT_*)"]
+    assert _decide(command, rules) == "ask", command
+
+
+@pytest.mark.parametrize("command, saved", [
+    ("npm install left-pad", ["bash(npm install left-pad)"]), ("pip install -e .", ["bash(pip install -e .)"]),
+    ("go get x", ["bash(go get x)"]), ("strace -f ls", ["bash(strace -f ls)"]), ("strace ls", ["bash(strace ls)"]), ("uv run ruff check .", ["bash(uv run ruff *)"]),
+])
+def test_always_on_an_install_or_a_runner_names_what_it_runs(command: str, saved: list[str]) -> None:
+    assert rules_for_call(Call("bash", "execute", command=command), "/w") == saved
+
+
+@pytest.mark.parametrize("command", ["strace -f git push", "busybox sh -c 'git push'", "parallel git push ::: a",
+                                     "chroot / git push", "unshare -r git push", "xvfb-run -a git push"])
+def test_deny_rules_see_through_tracers_and_sandboxes(command: str) -> None:
+    assert _verdict(command, allow=["bash"], deny=["bash(git push *)"]) == "deny", command
