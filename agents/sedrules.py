@@ -87,6 +87,9 @@ def _sed_script(script: str, found: Any) -> None:
                 return
             delim = script[i + 1]
             i = _skip_delimited(script, _skip_delimited(script, i + 2, delim), delim)
+            if i > n:
+                found.run("sed's script could not be read", unsure=True)  # not closed: sed refuses it
+                return
             flags = re.match(r"[0-9gpiImMe]*", script[i:]).group(0) if c == "s" else ""
             i += len(flags)
             if "e" in flags:
