@@ -411,6 +411,9 @@ def _rsync(name: str, args: list[str], found: _Found, workdir: str | None) -> No
         dest = operands[-1]
         remote = re.match(r"[^/]*:", dest) is not None
         found.write("" if remote else dest, tree=True)
+        if _has(args, "--remove-source-files"):
+            for source in operands[:-1]:
+                found.write(source, tree=True)
 
 
 def _editor(name: str, args: list[str], found: _Found, workdir: str | None) -> None:

@@ -369,12 +369,13 @@ def _in_workspace(write: Write, workdir: str | None) -> bool:
     abs_path = os.path.realpath(os.path.join(root, path))
     if not _within(abs_path, root):
         return False
-    guarded = [os.path.realpath(os.path.join(root, n)) for n in PROTECTED if not (write.git and n == ".git")]
-    if any(_within(abs_path, g) for g in guarded):
+    guarded = [os.path.join(root, n) for n in PROTECTED]
+    if any(_within(abs_path, os.path.realpath(g)) for g in guarded):
         return False
-    # A glob's matches cannot be dot files (``_glob_base``): only a named folder can hold one.
-    return not (write.tree and write.literal and any(_within(g, abs_path) and os.path.lexists(os.path.join(root, os.path.basename(g)))
-                              for g in guarded))
+    # A folder written whole must not hold one that exists (git's own work never writes
+    # ``.git``'s files); a glob's matches cannot be dot files (``_glob_base``).
+    held = [g for g in guarded if not (write.git and g.endswith("/.git")) and os.path.lexists(g)]
+    return not (write.tree and write.literal and any(_within(g, abs_path) for g in held))
 
 
 def _glob_base(path: str) -> str | None:

@@ -181,7 +181,7 @@ def _writes(sub: str, rest: list[str], found: Any) -> None:
             found.write(".", tree=True, git=True)
     elif sub in ("rm", "mv"):
         for p in _paths(rest, frozenset({"--pathspec-from-file"})):
-            found.write(p, tree=True)
+            found.write(p, tree=True, git=True)
     elif sub == "apply":
         if not any(a in ("--check", "--stat", "--numstat", "--summary", "--cached") for a in rest) or "--apply" in rest:
             found.write(".", tree=True, git=True)
@@ -213,7 +213,7 @@ def _checkout(sub: str, rest: list[str], found: Any) -> None:
     if sub == "switch":
         return
     for p in _paths(rest, values):
-        found.write(p, tree=True)  # a path (or a branch: its name is then harmless)
+        found.write(p, tree=True, git=True)  # a path (or a branch: its name is then harmless)
 
 
 def _config(rest: list[str], found: Any) -> None:
