@@ -219,6 +219,7 @@ def sandbox_wrap(req: p.StartSession, paths: Any) -> Any:
     integration) in the same sandbox as the agents' commands, musec's own config and state
     (``paths``, a ``daemon.paths.Paths``) read-only; ``None`` with no sandbox."""
     from musec.agents.tools.base import SandboxPolicy
+    from musec.agents.tools.common import git_control_paths
     from musec.agents.tools.sandbox import bwrap_argv, find_bwrap
 
     if req.sandbox == "off" or os.uname().sysname == "Darwin":
@@ -230,9 +231,8 @@ def sandbox_wrap(req: p.StartSession, paths: Any) -> Any:
     env = {**tool_env(), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def wrap(argv: list[str], cwd: Path) -> list[str]:
-        return bwrap_argv(protected, cwd, env, argv, bwrap=bwrap)
-
-    protected = SandboxPolicy(read_only=(str(paths.config), str(paths.state)))
+        policy = SandboxPolicy(read_only=(str(paths.config), str(paths.state), *git_control_paths(cwd)))
+        return bwrap_argv(policy, cwd, env, argv, bwrap=bwrap)
 
     return wrap
 
@@ -254,6 +254,7 @@ def build_agent(
     from musec.agents.prompt import system_prompt
     from musec.agents.tools import default_tools
     from musec.agents.tools.base import SandboxPolicy, ToolContext
+    from musec.agents.tools.common import git_control_paths
 
     if req.approval not in MODES:
         raise BadRequest(f"unknown approval mode {req.approval!r}; use one of {', '.join(MODES)}")
@@ -274,7 +275,8 @@ def build_agent(
         env=tool_env(),
         sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval), read_deny=policy.read_deny_globs(),
                               proxy_socket=net_proxy_socket(session, policy) if mode == "bwrap" else "",
-                              read_only=(str(deps.paths.config), str(deps.paths.state))),
+                              read_only=(str(deps.paths.config), str(deps.paths.state),
+                                         *git_control_paths(workspace))),
         state_dir=deps.paths.state,
         agent_id=agent_id,
         blackboard=session.blackboard,

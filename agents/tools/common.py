@@ -14,6 +14,8 @@ from .base import ToolContext, ToolInputError, ToolOutput
 from .paths import is_within, resolve_tool_path
 
 __all__ = [
+    "GIT_CONTROL",
+    "git_control_paths",
     "error_output",
     "get_bool",
     "get_int",
@@ -139,13 +141,35 @@ def writable_path(raw: object, ctx: ToolContext, tool: str) -> Path:
     return path
 
 
+#: What of a repository's ``.git`` folder makes git run programs: its config (``core.fsmonitor``,
+#: ``core.hooksPath``, filter drivers, ``core.sshCommand``...) and its hooks. musec runs git
+#: itself, outside any sandbox (fan-out, apply), so a command or a file tool must never write
+#: them (fresh-user trial s5, F18: a sandboxed ``git config core.fsmonitor CMD`` ran CMD on the host).
+GIT_CONTROL = ("config", "config.worktree", "hooks")
+
+
+def git_control_paths(workspace: Path | str) -> tuple[str, ...]:
+    """The files and folders of ``workspace``'s own ``.git`` folder that make git run programs
+    (``GIT_CONTROL``), for ``SandboxPolicy.read_only``; ``()`` when ``.git`` is not a folder
+    there (a linked worktree's or a submodule's git folder lies outside it: read-only already)."""
+    git = os.path.join(os.path.realpath(workspace), ".git")
+    if not os.path.isdir(git) or os.path.islink(git):
+        return ()
+    return tuple(os.path.join(git, name) for name in GIT_CONTROL)
+
+
 def refuse_if_protected(path: Path, ctx: ToolContext, tool: str) -> None:
     """Raise ``ToolInputError`` when ``path`` (resolved) is in a folder of
     ``ctx.sandbox.read_only`` that does not hold the workspace (musec's own config and
-    state)."""
+    state; a repository's git config and hooks, ``git_control_paths``)."""
     workspace = os.path.realpath(ctx.workspace)
     for folder in ctx.sandbox.read_only:
         real = os.path.realpath(folder)
+        if is_within(str(path), real) and os.path.basename(os.path.dirname(real)) == ".git" \
+                and os.path.basename(real) in GIT_CONTROL:
+            raise ToolInputError(
+                f"{tool} may not write {path}: git's own config and hooks are never written by tools (git runs "
+                "what they name, outside the sandbox); change them yourself if you mean to")
         if is_within(str(path), real) and not is_within(workspace, real):
             raise ToolInputError(
                 f"{tool} may not write {path}: it is in musec's own {real} (its config and state are never "

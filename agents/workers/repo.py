@@ -108,7 +108,11 @@ def run_git(workdir: Path | str, *args: str, input: bytes | None = None) -> subp
         from .errors import WorktreeError
 
         raise WorktreeError("the git program is needed for this and was not found; install git")
-    return subprocess.run([git, "-C", str(workdir), *args], input=input, capture_output=True, check=False)
+    # Never a program the repository's config or hooks name: musec's git runs outside any
+    # sandbox, and what a sandboxed command wrote into a workspace must not run here (fresh
+    # user s5 F18: core.fsmonitor and a reference-transaction hook ran on the host).
+    harden = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "credential.helper="]
+    return subprocess.run([git, *harden, "-C", str(workdir), *args], input=input, capture_output=True, check=False)
 
 
 def skip_worktree_paths(repo: pygit2.Repository) -> frozenset[str]:
