@@ -13,6 +13,7 @@ provider, the catalog entry, the sandbox and permission policy) is decided in on
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,13 +58,22 @@ class AgentDeps:
     faults: Faults = NO_FAULTS
 
 
-# Variables never passed to tool processes (DESIGN §11); the tools drop more by pattern.
-_TOOL_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ")
+# What tool processes get of an environment (DESIGN §11); the tools drop more by pattern.
+_TOOL_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ",
+                  "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV")
 
 
-def tool_env() -> dict[str, str]:
-    """The environment tool commands start from: a short allow-list of the daemon's."""
-    env = {k: os.environ[k] for k in _TOOL_ENV_KEEP if k in os.environ}
+def tool_env(client: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment tool commands start from: a short allow-list (``_TOOL_ENV_KEEP``) of
+    the client's environment, the terminal that started or resumed the session (its
+    ``PATH``, its activated venv), else of the daemon's (which is whichever shell first
+    started it, or the service manager's: fresh-user trial s5, F24).
+
+    Args:
+        client: ``StartSession.environment`` (held in memory only); empty: the daemon's.
+    """
+    source = client if client else os.environ
+    env = {k: source[k] for k in _TOOL_ENV_KEEP if k in source}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     return env
 
@@ -228,7 +238,7 @@ def sandbox_wrap(req: p.StartSession, paths: Any) -> Any:
     if bwrap is None:
         return None
     # Test runs of musec's own (verifier, integration) leave no bytecode in the tree.
-    env = {**tool_env(), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**tool_env(req.environment), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def wrap(argv: list[str], cwd: Path) -> list[str]:
         policy = SandboxPolicy(read_only=(str(paths.config), str(paths.state), *git_control_paths(cwd)))
@@ -272,7 +282,7 @@ def build_agent(
     policy = permission_policy(deps.paths, req, workspace)
     ctx = ToolContext(
         workspace=workspace,
-        env=tool_env(),
+        env=tool_env(req.environment),
         sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval), read_deny=policy.read_deny_globs(),
                               proxy_socket=net_proxy_socket(session, policy) if mode == "bwrap" else "",
                               read_only=(str(deps.paths.config), str(deps.paths.state),
