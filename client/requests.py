@@ -101,14 +101,19 @@ ALLOW_BROAD = "--allow-home-workspace"
 
 def broad_workspace(workspace: str) -> str:
     """What ``workspace`` (absolute, resolved) is when it is too broad to work in without
-    asking: ``"the root directory"``, ``"your home directory"``; ``""`` otherwise."""
+    asking: the root directory, your home directory or a folder above it (``/home``: every
+    user's); ``""`` otherwise."""
     if workspace == os.path.abspath(os.sep):
         return "the root directory"
     try:
         home = str(Path.home().resolve())
     except (KeyError, RuntimeError):  # no home to compare with
-        return ""
-    return "your home directory" if workspace == home else ""
+        home = ""
+    if home and workspace == home:
+        return "your home directory"
+    if home and home.startswith(workspace.rstrip(os.sep) + os.sep):
+        return f"a folder above your home directory ({home})"
+    return ""
 
 
 def check_workspace_scope(args: argparse.Namespace, workspace: str, *, interactive: bool) -> None:

@@ -26,15 +26,17 @@ def _script(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("where", ["home", "root", "workspace-flag"])
+@pytest.mark.parametrize("where", ["home", "root", "workspace-flag", "above-home"])
 def test_a_headless_run_in_home_or_root_is_refused(musec: Musec, home: Path, tmp_path: Path, where: str) -> None:
     script = _script(tmp_path)
     cwd, extra = {"home": (home, []), "root": (Path("/"), []),
-                  "workspace-flag": (tmp_path, ["--workspace", str(home)])}[where]
+                  "workspace-flag": (tmp_path, ["--workspace", str(home)]),
+                  "above-home": (tmp_path, [])}[where]  # like /home: every user's (fresh user s5 F20)
     proc = musec("run", "--model", f"scripted:{script}", *extra, "go", cwd=cwd, env={"HOME": str(home)})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     [line] = proc.stderr.strip().splitlines()
-    assert "--allow-home-workspace" in line and ("your home directory" in line or "the root directory" in line), line
+    assert "--allow-home-workspace" in line and any(
+        w in line for w in ("is your home directory", "the root directory", "a folder above your home directory")), line
     assert musec.json("sessions", "--all", "--json") == []  # nothing started
 
 
