@@ -183,6 +183,9 @@ class Agent:
         # Seconds left of that other limit's wall time (a goal's --max-wall), None: none.
         self.extra_wall_left: Callable[[], float] | None = None
         self._wall: anyio.CancelScope | None = None  # the running calls' wall-time deadline
+        # Why the turn is being cancelled when not by the person (the daemon stopping, the
+        # session ended): set by whoever cancels it, said to the model with each call cut off.
+        self.stop_cause = ""
         self.history = History(agent_id)
         self.context_config = context_config or ContextConfig()
         self.window_tokens = window_tokens
@@ -432,13 +435,19 @@ class Agent:
                 raise
 
     def _answer_interrupted(self, call: ToolCallBlock, rest: list[ToolCallBlock]) -> None:
-        """Answer the call cut off and the calls not yet run, so the history stays valid:
-        cut off by the person (Ctrl-C, a turn ended), or by a wall-time limit passing."""
+        """Answer the call cut off and the calls not yet run, so the history stays valid,
+        saying who cut it off: the person (Ctrl-C, Esc), a wall-time limit passing, or what
+        ``stop_cause`` names (the daemon stopping, the session being ended)."""
         by_wall = self._wall is not None and self._wall.cancel_called
-        why = "the wall-time limit (--max-wall) passed" if by_wall else "the person interrupted the turn"
+        if by_wall:
+            why = "the wall-time limit (--max-wall) passed"
+            reason = f"stopped: {why}"
+        elif self.stop_cause:
+            why = reason = self.stop_cause
+        else:
+            why, reason = "the person interrupted the turn", "interrupted by the person"
         if call.id in {c.id for c in self.history.unanswered_calls()}:
-            self.record(ev.ToolInterrupted(call_id=call.id, tool=call.name,
-                                           reason=f"stopped: {why}" if by_wall else "interrupted by the person"))
+            self.record(ev.ToolInterrupted(call_id=call.id, tool=call.name, reason=reason))
         for other in rest:
             self.record(ev.ToolFinished(call_id=other.id, tool=other.name, is_error=True,
                                         content=f"not run: {why}", untrusted=False))

@@ -217,10 +217,17 @@ class SessionHost:
         del session  # the allocator gives the pages back
         await anyio.to_thread.run_sync(release_memory)
 
-    def end_all(self) -> None:
-        """End every live session (each writes ``session_ended``)."""
+    def end_all(self, cause: str) -> None:
+        """End every live session (each writes ``session_ended``); ``cause`` says why to the
+        model and in the transcript of a turn cut off (``stopped_by``)."""
         for session in list(self.sessions.values()):
-            session.end()
+            session.end(cause)
+
+
+def stopped_by(how: str) -> str:
+    """The cause a turn cut off by the daemon's stop is given (``how``: what stopped it,
+    ``musec daemon stop`` or a signal): never "the person interrupted" (fresh-user 23)."""
+    return f"the daemon was stopped ({how}) while it ran"
 
 
 def _blackboard(enabled: bool) -> object | None:

@@ -24,7 +24,7 @@ import structlog
 
 from .errors import DaemonAlreadyRunning
 from .handler import Connection
-from .host import SessionHost
+from .host import SessionHost, stopped_by
 from .memory import freeze_startup
 from .paths import Paths, acquire_lock
 
@@ -47,8 +47,8 @@ async def serve(listener: anyio.abc.SocketListener, paths: Paths, *,
             # The restart tests' crash points, if the environment arms one (read here, once).
             host = SessionHost(AgentDeps(paths, http, RateLimitRegistry(), Faults.from_env(os.environ)), tg)
 
-            def stop() -> None:
-                host.end_all()
+            def stop(how: str = "`musec daemon stop`") -> None:
+                host.end_all(stopped_by(how))
                 tg.cancel_scope.cancel()
 
             tg.start_soon(_signals, stop)
@@ -79,7 +79,7 @@ async def _signals(stop: Any) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             log.info("daemon_signal", signal=signum)
-            stop()
+            stop("SIGTERM: its service stopped, or a kill" if signum == signal.SIGTERM else "SIGINT: Ctrl-C where it ran")
             return
 
 

@@ -53,6 +53,8 @@ SUBSCRIBER_BUFFER = 512
 INPUT_BUFFER = 64
 MAX_REVIEW_ROUNDS = 2  # times the reviewer may send a finished turn back
 VERIFY_WAIT_S = 5.0  # the most a finished turn waits for the verifier's run on its edits
+ENDED_BY_PERSON = "the person ended the session while it ran"
+"""Why a turn was cut off by ``EndSession`` (``Session.end``'s default cause)."""
 _KICK = "\0start a turn"  # an input that starts a turn with no person's message (Session.kick)
 
 
@@ -122,6 +124,7 @@ class Session:
         self.skills_loaded = self.counters.skills_loaded  # folded from skill_loaded, live and on resume
         self._turn_scope: anyio.CancelScope | None = None
         self._interrupt_next = False  # an interrupt that came before the turn (headless)
+        self.stop_cause = ""  # why the running turn was cancelled, when not by the person (``_cut_turn``)
         self.last_stop = ""  # how the latest turn ended (``turn_ended``): a stopped one may be gone on with
         self.go_on_stopped = False  # a take-over goes on with the stopped turn (``pending.stopped_live_turn``)
         self._scope: anyio.CancelScope | None = None
@@ -412,15 +415,28 @@ class Session:
         """Cancel the current turn (the agent answers the calls it cut off); a headless
         session not yet in one (its client's Ctrl-C as it starts) has its next turn cancelled."""
         if self._turn_scope is not None:
-            self._turn_scope.cancel()
+            self._cut_turn("")
         elif self.end_when_idle:
             self._interrupt_next = True
 
-    def end(self) -> None:
-        """End the session: the current turn is cancelled and ``session_ended`` written."""
+    def end(self, cause: str = ENDED_BY_PERSON) -> None:
+        """End the session: the current turn is cancelled (``cause`` says why, to the
+        model and in the transcript) and ``session_ended`` written."""
         self._inputs_send.close()
         if self._turn_scope is not None:
-            self._turn_scope.cancel()
+            self._cut_turn(cause)
+
+    def _cut_turn(self, cause: str) -> None:
+        """Cancel the running turn; ``cause``: why, when not the person's interrupt ("").
+        The first cause stands: a turn already being cancelled keeps the reason it has."""
+        scope = self._turn_scope
+        if scope is None or scope.cancel_called:
+            return
+        self.stop_cause = cause
+        for agent in (self.agent, *self.workers.values()):
+            if agent is not None:
+                agent.stop_cause = cause
+        scope.cancel()
 
     # -- running ------------------------------------------------------------------
 
@@ -482,6 +498,13 @@ class Session:
         async with self._agent_lock:
             return await self._turn_locked(pending_plan)
 
+    def _cut_turn_reset(self) -> None:
+        """A new turn: no cause of a cancellation yet (the person's, until one is given)."""
+        self.stop_cause = ""
+        for agent in (self.agent, *self.workers.values()):
+            if agent is not None:
+                agent.stop_cause = ""
+
     async def _turn_locked(self, pending_plan: str | None) -> tuple[str, str, str]:
         self.status = "running"
         self.stir.set()
@@ -492,6 +515,7 @@ class Session:
             plan, pending[0] = pending[0], None
             return await self._work(plan)
 
+        self._cut_turn_reset()
         with anyio.CancelScope() as scope:
             self._turn_scope = scope
             if self._interrupt_next:
@@ -500,7 +524,8 @@ class Session:
             outcome = await (self.goals.drive(once) if self.goals is not None else once())
         self._turn_scope = None
         if outcome is None:
-            reason, result, message = "interrupted", "", "the turn was interrupted"
+            reason, result, message = "interrupted", "", "the turn was interrupted" + (
+                f": {self.stop_cause}" if self.stop_cause else "")
         else:
             reason, result, message = outcome.exit_reason, outcome.result, outcome.message
         self.status, self.last_stop = "idle", reason
