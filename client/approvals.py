@@ -18,6 +18,7 @@ from typing import Any, Literal
 from musec.daemon import protocol as p
 
 from .connection import Connection
+from .ctrlc import CTRL_C
 from .output import out, safe
 from .render import call_summary
 
@@ -207,20 +208,21 @@ TURN_OVER = "(the turn ended without an answer; the question is withdrawn)"
 def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | None:
     """A line from the person, or ``None`` (after saying why) when the daemon says the
     question no longer stands (``_withdrawn``)."""
-    if conn is None or not sys.stdin.isatty():
-        return input(question)
-    out(question, end="")
-    while True:
-        ready, _, _ = select.select([sys.stdin, conn.sock], [], [])
-        if sys.stdin in ready:
-            line = sys.stdin.readline()
-            if not line:
-                raise EOFError
-            return line
-        why = next((w for w in (_withdrawn(msg, call_id) for msg in conn.pending()) if w), "")
-        if why:
-            out("\n" + why)
-            return None
+    with CTRL_C.waiting():  # a Ctrl-C kept while the question was shown interrupts here
+        if conn is None or not sys.stdin.isatty():
+            return input(question)
+        out(question, end="")
+        while True:
+            ready, _, _ = select.select([sys.stdin, conn.sock], [], [])
+            if sys.stdin in ready:
+                line = sys.stdin.readline()
+                if not line:
+                    raise EOFError
+                return line
+            why = next((w for w in (_withdrawn(msg, call_id) for msg in conn.pending()) if w), "")
+            if why:
+                out("\n" + why)
+                return None
 
 
 def ask_trust(message: str) -> bool:

@@ -19,6 +19,7 @@ from musec.daemon import protocol as p
 
 from .approvals import ask_trust
 from .connection import Connection, connect
+from .ctrlc import CTRL_C
 from .errors import DaemonLost, NothingToResume, UsageError
 from .exitcodes import OK, Condition, Exit, for_condition, for_error, for_reason
 from .interactive_follow import TurnFollower
@@ -109,53 +110,54 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
     read = _prompt_reader(status, slash, workspace, conn.sock.fileno())
     typed = ""  # what was typed when the prompt gave way to the session's stream
     ahead: list[str] = []  # lines typed (and queued) while the agent worked: taken as if typed now
-    while True:
-        try:
-            follower.drain()  # what came while the prompt (or a slash command) waited
-            if follower.busy and follower.ended is None:
-                follower.follow()
-                typed = _typed_ahead(follower, ahead, typed)
-                continue  # what came with the turn's end (the session's end) is drained first
-        except DaemonLost as exc:
-            lost(exc, session_id)
-            return for_condition(Condition.DAEMON_LOST)
-        if follower.ended is not None:
-            return follower.exit_code
-        if follower.error_code and not follower.session_id:  # an attach the daemon refused
-            return for_error(follower.error_code)
-        session_id = follower.session_id or session_id
-        if models is None and status.model:
-            models = _catalog(conn, status)
-        if conn.has_ready():
-            continue  # read with the last reply, or while the catalog was asked for: shown first
-        try:
-            if ahead:
-                text = ahead.pop(0)
-            else:
-                text, typed = read(typed), ""
-        except Woken as woken:
-            typed = woken.text
-            continue
-        except (EOFError, KeyboardInterrupt):
-            break
-        if not text.strip():
-            continue
-        if sys.stdin.isatty():
-            renderer.person(text)  # the prompt is erased when done: the message stays above
-        if text.strip().startswith("/"):
-            done = _slash(conn, args, text.strip(), Context(conn, session_id, status, workspace, renderer.last_result,
-                                                            {"models": models or []}, slash))
-            if done == "leave":
-                break
-            if done == "stay":
+    with CTRL_C.while_busy(lambda: follower.busy):  # a Ctrl-C while the agent works interrupts it, wherever it lands
+        while True:
+            try:
+                follower.drain()  # what came while the prompt (or a slash command) waited
+                if follower.busy and follower.ended is None:
+                    follower.follow()
+                    typed = _typed_ahead(follower, ahead, typed)
+                    continue  # what came with the turn's end (the session's end) is drained first
+            except DaemonLost as exc:
+                lost(exc, session_id)
+                return for_condition(Condition.DAEMON_LOST)
+            if follower.ended is not None:
+                return follower.exit_code
+            if follower.error_code and not follower.session_id:  # an attach the daemon refused
+                return for_error(follower.error_code)
+            session_id = follower.session_id or session_id
+            if models is None and status.model:
+                models = _catalog(conn, status)
+            if conn.has_ready():
+                continue  # read with the last reply, or while the catalog was asked for: shown first
+            try:
+                if ahead:
+                    text = ahead.pop(0)
+                else:
+                    text, typed = read(typed), ""
+            except Woken as woken:
+                typed = woken.text
                 continue
-            if done != "send":
-                return done
-        try:
-            _send(conn, follower, text)
-        except DaemonLost as exc:
-            lost(exc, session_id)
-            return for_condition(Condition.DAEMON_LOST)
+            except (EOFError, KeyboardInterrupt):
+                break
+            if not text.strip():
+                continue
+            if sys.stdin.isatty():
+                renderer.person(text)  # the prompt is erased when done: the message stays above
+            if text.strip().startswith("/"):
+                done = _slash(conn, args, text.strip(), Context(conn, session_id, status, workspace, renderer.last_result,
+                                                                {"models": models or []}, slash))
+                if done == "leave":
+                    break
+                if done == "stay":
+                    continue
+                if done != "send":
+                    return done
+            try:
+                _send(conn, follower, text)
+            except DaemonLost as exc:
+                lost(exc, session_id)
+                return for_condition(Condition.DAEMON_LOST)
     return _end(conn, session_id) if end_on_leave else OK
 
 

@@ -17,6 +17,7 @@ from musec.daemon import protocol as p
 
 from .approvals import ApprovalDesk
 from .connection import Connection
+from .ctrlc import CTRL_C
 from .exitcodes import Exit, for_reason
 from .keys import EscWatch
 from .output import err, out
@@ -113,11 +114,13 @@ class TurnFollower:
         """Show the session until the agent is idle; return the session id ("" when the
         session could not start or has ended)."""
         self._interrupted = False
-        try:
-            return self._follow()
-        finally:
-            self.keys.off()
-            self.renderer.stop_wait(turn_over=True)
+        with CTRL_C.while_busy(lambda: self.busy):  # a Ctrl-C between waits is kept, not lost or taken as leaving
+            try:
+                return self._follow()
+            finally:
+                CTRL_C.forget()  # one kept as the turn ended: the turn is over, the prompt comes back
+                self.keys.off()
+                self.renderer.stop_wait(turn_over=True)
 
     def _follow(self) -> str:
         stream = self.stream
@@ -127,11 +130,13 @@ class TurnFollower:
                 self.busy = False
                 return stream.session_id
             try:
-                if stream.session_id and not self._interrupted and self.keys.wait(self.conn, self.renderer.tick):
+                with CTRL_C.waiting():  # a Ctrl-C kept while an event was shown is raised here
+                    esc = bool(stream.session_id) and not self._interrupted and self.keys.wait(self.conn, self.renderer.tick)
+                    msg = None if esc else self.conn.recv()
+                if msg is None:
                     self._interrupted = True
                     self._interrupt()
                     continue
-                msg = self.conn.recv()
             except KeyboardInterrupt:
                 if stream.session_id and not self._interrupted:
                     self._interrupted = True
