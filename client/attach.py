@@ -66,7 +66,7 @@ def cmd_attach(args: argparse.Namespace) -> Exit:
                 if text:
                     _say_end(end)
                 return for_reason(end.exit_reason)
-            case (p.Idle() | p.SessionStarted() | p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
+            case (p.Busy() | p.Idle() | p.SessionStarted() | p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult()
                   | p.ReplayResult() | p.Models() | p.CostReport() | p.Agents() | p.Workers() | p.Applied()
                   | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply() | p.PlanReport()):
                 pass  # Ok answers an approval sent here; the rest answer nothing this loop asks (pieces come joined)

@@ -252,7 +252,7 @@ class Connection:
                 case p.Error():
                     if reply.id in (msg.id, 0):
                         raise RequestFailed(reply.code, reply.message)
-                case p.Event() | p.EventPart() | p.Delta() | p.Idle() | p.SessionEnded() | p.Resync() | p.SessionStarted():
+                case p.Event() | p.EventPart() | p.Delta() | p.Busy() | p.Idle() | p.SessionEnded() | p.Resync() | p.SessionStarted():
                     held.append(reply)  # a session stream's, not this reply: kept for ``recv``
                 case p.Hello():
                     raise ProtocolMismatch("the daemon sent a second Hello; restart it with `musec daemon stop`")
@@ -276,7 +276,7 @@ class Connection:
             pass
 
 
-_STREAM = (p.Event, p.EventPart, p.Delta, p.Idle, p.SessionEnded, p.Resync, p.SessionStarted)  # a followed session's
+_STREAM = (p.Event, p.EventPart, p.Delta, p.Busy, p.Idle, p.SessionEnded, p.Resync, p.SessionStarted)  # a followed session's
 
 
 def daemon_alive(pid: int, wait_s: float = 2.0) -> bool:

@@ -146,7 +146,7 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
                 renderer.person(text)  # the prompt is erased when done: the message stays above
             if text.strip().startswith("/"):
                 done = _slash(conn, args, text.strip(), Context(conn, session_id, status, workspace, renderer.last_result,
-                                                                {"models": models or []}, slash))
+                                                                {"models": models or []}, slash), follower)
                 if done == "leave":
                     break
                 if done == "stay":
@@ -205,13 +205,16 @@ def _typed_ahead(follower: TurnFollower, ahead: list[str], typed: str) -> str:
     return line or typed
 
 
-def _slash(conn: Connection, args: argparse.Namespace, line: str, ctx: Context) -> Exit | str:
+def _slash(conn: Connection, args: argparse.Namespace, line: str, ctx: Context, follower: TurnFollower) -> Exit | str:
     """A slash command at the prompt: ``leave``, ``stay`` (ask again), ``send`` (the line
     goes to the session as a message), or the exit code when the client goes on elsewhere
     (``/clear``, ``/optimize``, ``/resume``) or lost the daemon."""
     session_id = ctx.session_id
     try:
         outcome = run_command(line, ctx)
+        if outcome.action == "compact":
+            follower.compact(outcome.arg)  # shown as a turn: the spinner, then its outcome
+            return "stay"
     except DaemonLost as exc:
         lost(exc, session_id)
         return for_condition(Condition.DAEMON_LOST)

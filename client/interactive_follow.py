@@ -66,6 +66,7 @@ class TurnFollower:
         self.ended: p.SessionEnded | None = None
         self.banner = ""  # said before the first event (``musec attach``: once the session is known)
         self.inputs: set[int] = set()  # ids of this terminal's UserInput requests (an Error answers one)
+        self.compacts: set[int] = set()  # ids of this terminal's Compact requests not yet answered
         self.unseen_own: list[str] = []  # client_msg_ids sent here whose user_message has not come yet
         self._interrupted = False
         self._backlog_turn = False
@@ -99,6 +100,28 @@ class TurnFollower:
         self.unseen_own.append(client_msg_id)
         self.renderer.own_messages.add(client_msg_id)
         self.busy = True
+
+    def compact(self, focus: str) -> None:
+        """``/compact [focus]``: ask the daemon, and follow it as a turn: busy until its
+        ``Idle`` (every attached terminal gets it, with the outcome), or until its reply
+        when it was not done now (the session is in a turn: it compacts before its next call)."""
+        req = p.Compact(id=self.conn.next_id(), session_id=self.session_id, focus=focus)
+        self.conn.send(req)
+        self.compacts.add(req.id)
+        self.busy = True
+
+    def _compacted(self, msg: p.Compacted) -> str | None:
+        """The reply to a ``/compact`` of this terminal's (``compact``)."""
+        if msg.id not in self.compacts:
+            return None
+        self.compacts.discard(msg.id)
+        if msg.done:  # the status line shows the compacted context at once, not after the next call
+            self.status.context_tokens = msg.tokens_after
+        if msg.ran:
+            return None  # its outcome came (or comes) with its Idle, in every terminal
+        self.renderer.note(msg.message)
+        self.busy = False
+        return self.stream.session_id
 
     def drain(self) -> None:
         """Handle every message already sent by the daemon, without waiting (what came
@@ -151,7 +174,7 @@ class TurnFollower:
         """Show one message; the session id when the agent is now idle (or a request of
         this terminal's was refused), "" when the session ended or could not start, else None."""
         stream = self.stream
-        if isinstance(msg, p.Event | p.Delta | p.Idle | p.SessionEnded | p.Resync | p.SessionStarted) \
+        if isinstance(msg, p.Event | p.Delta | p.Busy | p.Idle | p.SessionEnded | p.Resync | p.SessionStarted) \
                 and msg.id != stream.request_id:
             return None  # a stream this terminal no longer follows (a session it left)
         match msg:
@@ -165,7 +188,8 @@ class TurnFollower:
                 if not stream.session_id:
                     self.error_code, self.busy = msg.code, False
                     return ""
-                if msg.id in self.inputs:  # this terminal's message was refused: nothing runs for it
+                if msg.id in self.inputs or msg.id in self.compacts:  # refused here: nothing runs for it
+                    self.compacts.discard(msg.id)
                     self.busy = False
                     return stream.session_id
             case p.SessionStarted():
@@ -179,10 +203,18 @@ class TurnFollower:
             case p.Resync():
                 self.renderer.resynced()
                 stream.reattach(msg)
+            case p.Busy():
+                if msg.activity:  # work that is no turn (a /compact from any terminal): said, then the spinner
+                    self.renderer.note(f"{msg.activity}…")
+                self._busy()
             case p.Idle():
                 self.busy = False
                 self.renderer.stop_wait(turn_over=True)
+                if msg.note:
+                    self.renderer.note(msg.note)
                 return stream.session_id
+            case p.Compacted():
+                return self._compacted(msg)
             case p.SessionEnded():
                 self.renderer.stop_wait(turn_over=True)
                 self.busy = False

@@ -189,7 +189,7 @@ class _Follower:
                 self.stream.reattach(msg)
             case p.SessionEnded():
                 return finish_run(self.output_format, self.stream.ended(msg))
-            case p.Idle():
+            case p.Busy() | p.Idle():
                 pass  # a headless session ends by itself when idle (end_when_idle)
             case (p.Hello() | p.EventPart() | p.Ok() | p.Sessions() | p.LogLines() | p.VerifyResult() | p.ReplayResult() | p.Models()
                   | p.CostReport() | p.Agents() | p.Workers() | p.Applied() | p.Collected() | p.StatusReply() | p.WorkspaceReport() | p.GoalReply() | p.PlanReport()):

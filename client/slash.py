@@ -41,7 +41,8 @@ BUILTIN = {
 class Outcome:
     """What the prompt loop does after a command: ``stay`` (ask again), ``send`` (send
     ``text`` to the session), ``exit``, ``clear`` (a new session), ``resume`` (``arg``),
-    ``optimize`` (a new session running the kernel campaign ``arg``)."""
+    ``optimize`` (a new session running the kernel campaign ``arg``), ``compact`` (with
+    the focus ``arg``)."""
 
     action: str
     text: str = ""
@@ -96,12 +97,7 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
         if reply.integration:
             out(f"  integration: {reply.integration}")
     elif name == "/compact":
-        from .views import compact_text
-
-        reply = conn.request(p.Compact(id=conn.next_id(), session_id=sid, focus=arg), timeout_s=900)
-        out(compact_text(reply))
-        if reply.done:  # the status line shows the compacted context at once, not after the next call
-            ctx.status.context_tokens = reply.tokens_after
+        return Outcome("compact", arg=arg)  # followed as a turn is (``TurnFollower.compact``)
     elif name == "/clear":
         return Outcome("clear")
     elif name == "/optimize":

@@ -157,13 +157,6 @@ def cmd_compact(args: argparse.Namespace) -> Exit:
     return for_condition(Condition.COMPACT_FAILED) if r.failed else OK
 
 
-def compact_text(r: p.Compacted) -> str:
-    """One line for a ``Compacted`` reply (the interactive ``/compact``)."""
-    if r.done:
-        return f"  compacted: about {r.tokens_before} tokens to {r.tokens_after}"
-    return f"  {r.message}"
-
-
 def cmd_agents(args: argparse.Namespace) -> Exit:
     """``musec agents ID``: a session's agents."""
     conn = connect()

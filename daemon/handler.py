@@ -30,7 +30,7 @@ from .logstream import event_batches, send_log
 from .memory import quiet_collector, release_memory
 from .paths import Paths
 from .peers import peer_pid, refused_peer
-from .session import Session
+from .session import CompactOutcome, Session
 from .version import musec_version
 
 log = structlog.get_logger("musec.daemon")
@@ -305,11 +305,10 @@ class Connection:
             session.compact_first = msg.focus
             self.host.launch(session, "")
             await session.ended.wait()
-            done, before, after, message, failed = session.compacted or (False, 0, 0, "the session ended before compacting", True)
+            outcome = session.compacted or CompactOutcome(False, 0, 0, "the session ended before compacting", True)
         else:
-            done, before, after, message, failed = await session.compact(msg.focus)
-        return p.Compacted(id=msg.id, session_id=sid, done=done, tokens_before=before, tokens_after=after, message=message,
-                           failed=failed)
+            outcome = await session.compact(msg.focus)
+        return p.Compacted(id=msg.id, session_id=sid, **outcome._asdict())
 
     def _quiet_view(self, msg: p.Replay | p.Cost | p.ListAgents | p.ListWorkers | p.VerifyLog | p.ShowPlan) -> p.DaemonMsg:
         """``_view`` with the collector's full passes held off until what it built is freed

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import msgspec
@@ -56,6 +56,27 @@ VERIFY_WAIT_S = 5.0  # the most a finished turn waits for the verifier's run on 
 ENDED_BY_PERSON = "the person ended the session while it ran"
 """Why a turn was cut off by ``EndSession`` (``Session.end``'s default cause)."""
 _KICK = "\0start a turn"  # an input that starts a turn with no person's message (Session.kick)
+
+
+COMPACTING = "compacting the context"
+"""``Busy.activity`` of a compaction asked for while idle."""
+
+
+class CompactOutcome(NamedTuple):
+    """What ``Session.compact`` did (the fields of its ``Compacted`` reply): ``done`` now,
+    the sizes before and after in tokens, else ``message`` saying why not; ``failed`` when
+    the summarising call failed; ``ran`` when it was done now, between ``Busy`` and ``Idle``."""
+
+    done: bool
+    tokens_before: int
+    tokens_after: int
+    message: str
+    failed: bool
+    ran: bool = False
+
+    def line(self) -> str:
+        """The outcome in one line, as every terminal shows it."""
+        return f"compacted: about {self.tokens_before} tokens to {self.tokens_after}" if self.done else self.message
 
 
 class Subscriber:
@@ -143,7 +164,7 @@ class Session:
         init_session(self)  # self.plan and the rest of plan mode's state (daemon/plans.py)
         self._agent_lock = anyio.Lock()  # a turn or a manual compaction: one at a time on the main agent
         self.compact_first: str | None = None  # ``musec compact`` of a session that was not live: its focus
-        self.compacted: tuple[bool, int, int, str, bool] | None = None  # what that compaction did
+        self.compacted: CompactOutcome | None = None  # what that compaction did
 
     # -- events -------------------------------------------------------------------
 
@@ -460,35 +481,51 @@ class Session:
             outcome = await run_agent(self)
         return outcome
 
-    async def compact(self, focus: str = "") -> tuple[bool, int, int, str, bool]:
+    async def compact(self, focus: str = "") -> CompactOutcome:
         """Compact the main agent's context (``/compact``, ``musec compact``): at once when
         no turn is running, else before the turn's next model call.
 
-        Returns:
-            ``(done, tokens_before, tokens_after, message, failed)``; ``message`` says why not
-            done, ``failed`` when the summarising call failed (an error to report).
+        Done now, it is shown like a turn in every attached terminal: ``Busy`` (activity
+        ``compacting the context``) first, ``Idle`` with its outcome (``note``) after; an
+        interrupt stops it (it is then done before the next model call, its
+        ``compaction_started`` having no result).
         """
-        from musec.agents.core.errors import AgentError
-
         if self._agent_lock.locked():
             self.agent.request_compaction(focus)
-            return False, 0, 0, "the session is in a turn: it compacts before its next model call", False
-        before = self.agent.history.last_compaction
+            return CompactOutcome(False, 0, 0, "the session is in a turn: it compacts before its next model call", False)
         async with self._agent_lock:
+            self._broadcast(lambda sub: p.Busy(id=sub.request_id, session_id=self.id, activity=COMPACTING))
+            outcome = CompactOutcome(False, 0, 0, "the compaction was interrupted; it is done before the next model call",
+                                     False, ran=True)
             try:
-                done = await self.agent.compact_now(focus)
-            except AgentError as exc:
-                return False, 0, 0, f"compacting failed: {exc}", True
+                with anyio.CancelScope() as scope:
+                    self._turn_scope = scope  # Ctrl-C or Esc in any terminal stops it, as a turn
+                    self._cut_turn_reset()
+                    outcome = (await self._compact_now(focus))._replace(ran=True)
+            finally:
+                self._turn_scope = None
+                note, reason = outcome.line(), "error" if outcome.failed else "finished"
+                self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, note=note))
+        return outcome
+
+    async def _compact_now(self, focus: str) -> CompactOutcome:
+        from musec.agents.core.errors import AgentError
+
+        before = self.agent.history.last_compaction
+        try:
+            done = await self.agent.compact_now(focus)
+        except AgentError as exc:
+            return CompactOutcome(False, 0, 0, f"compacting failed: {exc}", True)
         last = self.agent.history.last_compaction
         if not done and last is not None and last is not before and last.applied is False:
-            return False, last.tokens_before, last.tokens_after, (
+            return CompactOutcome(False, last.tokens_before, last.tokens_after, (
                 f"nothing gained: the summary would make the context about {last.tokens_after} tokens, not smaller "
-                f"than its {last.tokens_before}; it is kept as it was"), False
+                f"than its {last.tokens_before}; it is kept as it was"), False)
         if not done or last is None:
-            return False, 0, 0, "nothing to compact yet: the conversation is as short as it gets", False
-        return True, last.tokens_before, last.tokens_after, "", False
+            return CompactOutcome(False, 0, 0, "nothing to compact yet: the conversation is as short as it gets", False)
+        return CompactOutcome(True, last.tokens_before, last.tokens_after, "", False)
 
-    async def _compact_first(self) -> tuple[bool, int, int, str, bool]:
+    async def _compact_first(self) -> CompactOutcome:
         self.compacted = await self.compact(self.compact_first or "")
         return self.compacted
 
@@ -508,6 +545,7 @@ class Session:
     async def _turn_locked(self, pending_plan: str | None) -> tuple[str, str, str]:
         self.status = "running"
         self.stir.set()
+        self._broadcast(lambda sub: p.Busy(id=sub.request_id, session_id=self.id))  # every terminal: busy, whoever started it
         outcome = None
         pending = [pending_plan]
 

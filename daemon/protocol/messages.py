@@ -509,7 +509,8 @@ class Compacted(_Msg, tag="compacted"):
     estimated size before and after, in tokens); otherwise ``message`` says why not (the
     session is in a turn and compacts before its next model call; nothing to summarise;
     the summarising call failed, ``failed``; the summary would not have made it smaller, not
-    applied, with the sizes it would have had)."""
+    applied, with the sizes it would have had). ``ran``: it was done now, between ``Busy``
+    and ``Idle``, whose ``note`` told every attached terminal the outcome."""
 
     id: int
     session_id: str
@@ -518,6 +519,7 @@ class Compacted(_Msg, tag="compacted"):
     tokens_after: int = 0
     message: str = ""
     failed: bool = False
+    ran: bool = False
 
 
 class SessionStarted(_Msg, tag="session_started"):
@@ -572,13 +574,27 @@ class Delta(_Msg, tag="delta"):
     kind: DeltaKind = "text"
 
 
+class Busy(_Msg, tag="busy"):
+    """The session's main agent started working: a turn (whoever started it: a person's
+    message in any terminal, a goal, ``/grill``), or ``activity`` when it is no turn (a
+    ``/compact`` done while idle: ``compacting the context``). Live only, sent to every
+    attached client, so each shows the work and queues what is typed; ``Idle`` ends it."""
+
+    id: int
+    session_id: str
+    activity: str = ""
+
+
 class Idle(_Msg, tag="idle"):
-    """The agent stopped and waits for input. ``exit_reason`` says why it stopped."""
+    """The agent stopped and waits for input. ``exit_reason`` says why it stopped.
+    ``note``: after work that was no turn (``Busy.activity``), its outcome in one line,
+    shown by every attached terminal (a compaction's sizes, or why it did not happen)."""
 
     id: int
     session_id: str
     exit_reason: IdleReason
     result: str = ""
+    note: str = ""
 
 
 class SessionEnded(_Msg, tag="session_ended"):
@@ -856,7 +872,7 @@ class PlanReport(_Msg, tag="plan_report"):
 
 
 DaemonMsg = (
-    Hello | Error | Ok | SessionStarted | Event | EventPart | Delta | Idle | SessionEnded | Resync
+    Hello | Error | Ok | SessionStarted | Event | EventPart | Delta | Busy | Idle | SessionEnded | Resync
     | Sessions | LogLines | VerifyResult | ReplayResult | Models | CostReport | Agents | Workers | Applied | Collected | StatusReply
     | WorkspaceReport | GoalReply | PlanReport | Compacted
 )
