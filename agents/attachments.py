@@ -41,6 +41,7 @@ from .tools.untrusted import mark_untrusted
 
 __all__ = [
     "MAX_ATTACHMENTS",
+    "attach",
     "find_mentions",
     "quote_mention",
     "read_attachments",
@@ -128,6 +129,26 @@ def read_attachments(text: str, ctx: ToolContext, policy: Any, mode: str, budget
             continue
         out.append(_attach(raw, ctx, policy, mode, budget_tokens or NO_BUDGET_TOKENS))
     return out
+
+
+async def attach(text: str, agent: Any) -> list[Attachment]:
+    """What ``text``'s mentions attach, read in a worker thread under ``agent``'s read rules
+    (its workspace or worktree and allowed roots, its read deny rules and approval mode,
+    its tool-output budget): a person's message (the main agent's), a fan-out worker's
+    task (the worker's: the files of its own worktree), a goal's condition for its judge
+    (the main agent's workspace). ``[]`` without a mention, and nothing is read.
+
+    Args:
+        text: the message, task or condition.
+        agent: an ``agents.loop.Agent`` (its ``ctx``, ``policy``, ``approval_mode`` and
+            ``context_config``).
+    """
+    if "@" not in text or not find_mentions(text):
+        return []
+    import anyio
+
+    return await anyio.to_thread.run_sync(read_attachments, text, agent.ctx, agent.policy, agent.approval_mode,
+                                          agent.context_config.tool_output_tokens)
 
 
 def _attach(raw: str, ctx: ToolContext, policy: Any, mode: str, budget_tokens: int) -> Attachment:

@@ -663,13 +663,9 @@ class Session:
     async def _attachments(self, text: str) -> list[Any]:
         """What the message's ``@path`` mentions attach, read now (once: the event keeps
         it) under the main agent's read rules (``agents/attachments.py``)."""
-        from musec.agents.attachments import find_mentions, read_attachments
+        from musec.agents.attachments import attach
 
-        if "@" not in text or not find_mentions(text):
-            return []
-        agent = self.agent
-        return await anyio.to_thread.run_sync(read_attachments, text, agent.ctx, agent.policy, agent.approval_mode,
-                                              agent.context_config.tool_output_tokens)
+        return await attach(text, self.agent)
 
     async def ask_agent(self, agent: str, question: str) -> str:
         """A background agent's answer (the ``ask_agent`` tool). Raises ``LookupError``."""

@@ -25,7 +25,8 @@ from typing import Any
 
 import anyio
 
-from ..core.events import AnyEvent, GoalChecked, GoalSet, GoalUpdated, UserMessage
+from ..attachments import attach
+from ..core.events import UNSET, AnyEvent, GoalChecked, GoalSet, GoalUpdated, UserMessage
 from ..loop import Outcome
 from .judge import blocker_of_check, parse_verdict, run_check, workspace_state
 from .spec import GoalSpec, GoalUsageError, parse_goal_command
@@ -168,9 +169,11 @@ class GoalDriver:
                 return self._stuck()
         answer = st.answer
         if answer is None:
-            if not st.asked:
+            if not st.asked:  # the condition's @path mentions give the judge those files as they are now
+                attached = await attach(st.condition, self.agent)
                 self._record(UserMessage(agent=EVALUATOR, text=evidence(
-                    st.condition, n, st.check, 0 if st.check else None, st.check_output, last_text, ws.text)))
+                    st.condition, n, st.check, 0 if st.check else None, st.check_output, last_text, ws.text),
+                    attachments=attached or UNSET))
             judged = await self._evaluator().run()
             if judged.exit_reason not in ("finished", "max_turns"):
                 return Outcome(judged.exit_reason, message=f"the goal's evaluator could not answer: {judged.message}")

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
+from ..attachments import attach
 from ..core.events import (
+    UNSET,
     AgentMessage,
     AgentSpawned,
     AnyEvent,
@@ -207,7 +209,9 @@ class FanOut:
                 self.agents[agent_id] = agent
                 self.recorder.record(AgentSpawned(agent=agent_id, role="worker", workspace=str(spec.path),
                                                   system_prompt=agent.system_prompt, tools=list(agent.tools)))
-                self.recorder.record(UserMessage(agent=agent_id, text=spec.instruction))
+                # its task's @path mentions attach the files of its own worktree, read once (the event keeps them)
+                attached = await attach(spec.instruction, agent)
+                self.recorder.record(UserMessage(agent=agent_id, text=spec.instruction, attachments=attached or UNSET))
             with anyio.move_on_after(WORKER_TIME_LIMIT_S) as scope:
                 outcomes[spec.name] = await agent.run()
             if scope.cancelled_caught:
