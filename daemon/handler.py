@@ -251,7 +251,9 @@ class Connection:
                 live = host.sessions.get(sid)
                 if live is not None:
                     sub = self._subscribe(live, msg.id, msg.since_seq, drives=sid in self.driving)
-                    if msg.tell_idle and msg.since_seq < 0 and live.status == "idle" and not live.approvals:
+                    if msg.tell_idle and msg.since_seq < 0 and live.activity:  # a /compact runs: busy until its Idle
+                        sub.send.send_nowait(p.Busy(id=msg.id, session_id=live.id, activity=live.activity))
+                    elif msg.tell_idle and msg.since_seq < 0 and live.status == "idle" and not live.approvals:
                         # A new client (not a re-attach after a cut-off) learns after the backlog that it waits.
                         sub.send.send_nowait(p.Idle(id=msg.id, session_id=live.id, exit_reason="ready"))
                     return

@@ -165,6 +165,7 @@ class Session:
         self._agent_lock = anyio.Lock()  # a turn or a manual compaction: one at a time on the main agent
         self.compact_first: str | None = None  # ``musec compact`` of a session that was not live: its focus
         self.compacted: CompactOutcome | None = None  # what that compaction did
+        self.activity = ""  # work under way that is no turn (``Busy.activity``): told to a client attaching now
 
     # -- events -------------------------------------------------------------------
 
@@ -494,6 +495,7 @@ class Session:
             self.agent.request_compaction(focus)
             return CompactOutcome(False, 0, 0, "the session is in a turn: it compacts before its next model call", False)
         async with self._agent_lock:
+            self.activity = COMPACTING
             self._broadcast(lambda sub: p.Busy(id=sub.request_id, session_id=self.id, activity=COMPACTING))
             outcome = CompactOutcome(False, 0, 0, "the compaction was interrupted; it is done before the next model call",
                                      False, ran=True)
@@ -503,7 +505,7 @@ class Session:
                     self._cut_turn_reset()
                     outcome = (await self._compact_now(focus))._replace(ran=True)
             finally:
-                self._turn_scope = None
+                self._turn_scope, self.activity = None, ""
                 note, reason = outcome.line(), "error" if outcome.failed else "finished"
                 self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, note=note))
         return outcome

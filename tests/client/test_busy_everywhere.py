@@ -57,12 +57,16 @@ def test_a_compact_from_one_terminal_is_shown_in_every_terminal(musec: Musec, bu
     assert not prompt_after(second.screen(), "compacting the context…")
     second.send("typed meanwhile", "Enter")
     second.wait_for(lambda s: "queued: typed meanwhile" in s, "the line queued")
+    # A terminal attaching now is told the compaction runs (it was told the session waits).
+    third: Tmux = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    third.wait_for(lambda s: "compacting the context…" in s, "the compaction, in a terminal attached while it runs")
+    assert not prompt_after(third.screen(), "End of answer 3.")
     gate.write_text("")
-    for term in (first, second):
+    for term in (first, second, third):
         term.wait_for(lambda s: OUTCOME.search(s.rpartition("compacting the context…")[2]) is not None,
                       "the outcome shown in each terminal")
     # Then the queued line goes as the next message, and both terminals show its answer.
-    for term in (first, second):
+    for term in (first, second, third):
         term.wait_for(lambda s: prompt_after(s, "Answer to the queued message."), "the queued message's answer",
                       timeout_s=60)
     first.send("/exit", "Enter")
