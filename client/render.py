@@ -63,7 +63,8 @@ class Renderer:
         turn_ends: show a turn that ended short of finishing (``needs_approval``...);
             a headless run says it once, at the session's end, instead.
         rich: render with rich on a terminal (markdown, diffs, the spinner): the
-            interactive client and ``attach``; a headless run streams plain text.
+            interactive client and ``attach``; a headless run streams plain text to a
+            terminal, and writes each message whole to a pipe or file.
     """
 
     def __init__(self, out: TextIO | None = None, color: bool | None = None, turn_ends: bool = True,
@@ -71,6 +72,10 @@ class Renderer:
         self.out = sys.stdout if out is None else out
         self.color = self.out.isatty() if color is None else color
         self.rich = rich and self.color
+        # Streamed text goes to a terminal only: a pipe or file gets each message once it is
+        # complete, so a retried call's broken-off attempt never lands in what a script reads
+        # (fresh-user trial s5, F9: the answer four times over).
+        self.live_text = self.out.isatty()
         self.turn_ends = turn_ends
         self._streamed = False
         self._at_line_start = True
@@ -164,6 +169,8 @@ class Renderer:
         """Write a streamed piece of the model's text (thinking is not shown); each line of
         an agent other than main starts with its name, as its logged events do."""
         if kind != "text" or not text or self._skip_deltas:
+            return
+        if not self.rich and not self.live_text:  # a pipe: the complete message, once (``_response``)
             return
         text = safe(text)
         if self.rich:  # the main agent's as markdown as it comes; the others' whole, when complete

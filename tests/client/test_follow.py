@@ -107,7 +107,12 @@ def test_a_daemon_killed_mid_answer_exits_5_at_once(musec: Musec, buggy_repo: Pa
         proc, sid = _start(musec, buggy_repo, "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto", "go",
                            env={"ANTHROPIC_API_KEY": "test-key-not-real", "ANTHROPIC_BASE_URL": server.base_url})
         try:
-            _read_until(proc, b"Looking at")  # mid-answer: the first piece was shown
+            # mid-answer: the request is in and its first half sent (a pipe shows no text
+            # before the message is complete, so the server says when)
+            deadline = time.monotonic() + 60
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.requests
             pid = musec.daemon_pid()
             assert pid is not None
             os.kill(pid, signal.SIGKILL)

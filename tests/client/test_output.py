@@ -70,6 +70,7 @@ def test_a_workers_streamed_text_keeps_its_name_on_every_line() -> None:
     prefix: streamed text carried no agent, while logged events did."""
     buf = io.StringIO()
     renderer = Renderer(buf, color=False)
+    renderer.live_text = True  # as on a terminal (a pipe gets each message whole)
     renderer.delta("a do", agent="worker:a")
     renderer.delta("ne\nsecond line\n", agent="worker:a")
     renderer.delta("main speaks\n")

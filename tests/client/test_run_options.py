@@ -62,3 +62,22 @@ def test_budget_usd_on_a_resume_caps_the_resumed_run(musec: Musec, buggy_repo: P
     assert again.returncode == 4, again.stdout + again.stderr + musec("log", sid).stdout
     result = json.loads(again.stdout)
     assert result["exit_reason"] == "budget", result
+
+
+def test_a_retried_calls_broken_off_text_never_reaches_a_pipe(musec: Musec, buggy_repo: Path) -> None:
+    """A stream that breaks off before message_stop is retried; stdout (a pipe here) had
+    every failed attempt's partial answer before the real one (fresh user s5 F9)."""
+    from dataclasses import replace
+
+    cut = message([{"type": "text", "text": "hello from a broken stream"}])
+    cut = replace(cut, chunks=cut.chunks[:-1], end="close")  # no message_stop: the connection drops
+    env = {"ANTHROPIC_API_KEY": "test-key-not-real"}
+    with AnthropicServer() as server:
+        server.enqueue(cut, cut, message([{"type": "text", "text": "the whole answer"}]))
+        env["ANTHROPIC_BASE_URL"] = server.base_url
+        proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--agents", "none", "say hi",
+                     cwd=buggy_repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "hello from a broken stream" not in proc.stdout, proc.stdout
+    assert proc.stdout.count("the whole answer") == 1, proc.stdout
+    assert "retrying the model call (1/" in proc.stdout  # the transcript still says what happened
