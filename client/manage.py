@@ -35,6 +35,8 @@ def cmd_gc(args: argparse.Namespace) -> Exit:
     sizes = r.session_bytes if len(r.session_bytes) == len(r.sessions) else [None] * len(r.sessions)
     for sid, size in zip(r.sessions, sizes, strict=True):
         out(f"  {sid}" + (f"  {size} bytes" if size is not None else ""))
+    for line in r.notes:
+        out(f"note {line}")
     for line in r.kept:
         out(f"kept {line}")
     return OK
@@ -46,6 +48,10 @@ def cmd_apply(args: argparse.Namespace) -> Exit:
     r = conn.request(p.ApplyIntegration(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
     if r.how == "up-to-date":
         out(f"{r.branch}: the integration of session {r.session_id} is already on your branch; nothing to apply")
+    elif r.how == "uncommitted":
+        out(f"{r.branch}: the workers' changes are in your working tree, uncommitted")
     else:
         out(f"{r.branch}: {r.how} {r.old_head[:12]} -> {r.new_head[:12]}")
+    if r.note:
+        out(f"  {r.note}")
     return OK

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
-from musec.agents.core.events import IntegrationApplied
+from musec.agents.core.events import Integration, IntegrationApplied
 
 from . import protocol as p
 from .errors import BadRequest, CheckFailed, DaemonError
@@ -32,22 +32,34 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
     ``integration_applied`` from the reply, on the event loop.
 
     Raises:
-        BadRequest: no integration, or git refused (the message says why).
-        CheckFailed: the integration did not pass (conflicts or failing tests).
+        BadRequest: the session has no integration (a usage error: exit 2).
+        CheckFailed: the integration did not pass (conflicts or failing tests), or git or
+            the person's repository refused it (the message says why and what to do):
+            exit 1, as the README says of ``musec apply``.
     """
     from musec.agents.workers import WorkerError, apply
     from musec.agents.workers.state import FanoutState
 
     sid = index.resolve_id(session_id)
     state = FanoutState()
+    applied: IntegrationApplied | None = None  # the latest apply of the latest integration
     for ev in iter_events(index.log_path(sid)):
         state.apply(ev)
+        if isinstance(ev, IntegrationApplied):
+            applied = ev
+        elif isinstance(ev, Integration):
+            applied = None
     workspace, integration = state.workspace, state.integration
     if integration is None:
         raise BadRequest(f"session {sid} has no integrated fan-out result to apply")
     if not integration.ok:
         raise CheckFailed(f"the integration of session {sid} did not pass (conflicts or failing tests); "
                           "see `musec workers " + sid + "`")
+    if applied is not None and applied.how == "uncommitted":  # HEAD did not move: the log says it
+        return p.Applied(id=request_id, session_id=sid, branch=applied.branch, old_head=applied.old_head,
+                         new_head=applied.new_head, how="up-to-date",
+                         note=f"applied already, uncommitted; the workers' changes alone: git diff "
+                              f"{integration.base_commit[:12]} {integration.branch}"), workspace
     here = _already_applied(workspace, integration.head)
     if here is not None:  # applying twice is applying once
         branch, head = here
@@ -57,16 +69,21 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
         result = apply(workspace, integration.branch, expected_head=integration.base_head or "",
                        snapshot=integration.base_commit if integration.snapshot else None)
     except WorkerError as exc:
-        raise BadRequest(str(exc)) from exc
+        raise CheckFailed(str(exc)) from exc
+    note = result.note
+    if note and integration.test_command and "run them" in note:
+        note = note.replace("run them", f"run them ({integration.test_command})")
     return p.Applied(id=request_id, session_id=sid, branch=result.branch, old_head=result.old_head,
-                     new_head=result.new_head, how=result.how), workspace
+                     new_head=result.new_head, how=result.how, note=note), workspace
 
 
 def remove_applied_worktrees(workspace: str, state_dir: Path, session_id: str) -> None:
     """After an ended session's integration is applied (and logged): its worktrees and
     branches go, their commits being on the person's branch now; a worktree holding
     uncommitted work keeps them all, as ``musec gc`` does (``remove_worktrees``). A live
-    session keeps its own until it ends and gc runs: its worker names may not be reused."""
+    session keeps its own until it ends and gc runs: its worker names may not be reused.
+    Not called after an ``uncommitted`` apply: the integration branch is then the one
+    record of the workers' changes apart from the person's; gc removes it later."""
     from musec.agents.workers import WorkerError, remove_worktrees
 
     if not (state_dir / "worktrees" / session_id).exists():

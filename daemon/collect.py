@@ -22,7 +22,7 @@ log = structlog.get_logger("musec.daemon")
 
 
 def collect(index: SessionIndex, state_dir: Path, blobs_dir: Path, older_than_s: float,
-            dry_run: bool) -> tuple[list[str], int, list[str], list[int]]:
+            dry_run: bool) -> tuple[list[str], int, list[str], list[int], list[str]]:
     """Remove ended sessions last updated more than ``older_than_s`` ago, and blobs no
     remaining log refers to.
 
@@ -35,19 +35,22 @@ def collect(index: SessionIndex, state_dir: Path, blobs_dir: Path, older_than_s:
 
     Returns:
         The removed (or, with ``dry_run``, removable) session ids, the bytes freed (that
-        would be), one line per session kept (why, and how to rescue the work), and the
-        bytes of each removed session (its log and worktrees).
+        would be), one line per session kept (why, and how to rescue the work), the
+        bytes of each removed session (its log and worktrees), and one line per removed
+        session with more to say (its repository was gone: what may be left where it went).
     """
     now = time.time()
-    removed, freed, kept, sizes = [], 0, [], []
+    removed, freed, kept, sizes, notes = [], 0, [], [], []
     for info in index.list_sessions():
         if info.id in index.live or now - info.updated_at < older_than_s:
             continue
         path = index.log_path(info.id)
-        why, size = _remove_worktrees(state_dir, info, dry_run)
+        why, size, note = _remove_worktrees(state_dir, info, dry_run)
         if why:
             kept.append(f"{info.id}: {why}")
             continue  # a worker worktree holds uncommitted work: keep the whole session
+        if note:
+            notes.append(f"{info.id}: {note}")
         for extra in (path, path.with_name(path.name + ".torn"), state_dir / "plans" / f"{info.id}.md"):
             if extra.exists():
                 size += extra.stat().st_size
@@ -59,25 +62,29 @@ def collect(index: SessionIndex, state_dir: Path, blobs_dir: Path, older_than_s:
         freed += size
     if removed and not dry_run:
         freed += _collect_blobs(index.directory, blobs_dir)
-    return removed, freed, kept, sizes
+    return removed, freed, kept, sizes, notes
 
 
-def _remove_worktrees(state_dir: Path, info: p.SessionInfo, dry_run: bool) -> tuple[str, int]:
+def _remove_worktrees(state_dir: Path, info: p.SessionInfo, dry_run: bool) -> tuple[str, int, str]:
     """Remove a session's worktrees and branches (``dry_run``: only look); why not, when
-    one holds uncommitted work, and the size of the worktrees."""
+    one holds uncommitted work, the size of the worktrees, and a note (``Removal.note``:
+    they were orphans of a repository that is gone)."""
     if not (state_dir / "worktrees" / info.id).exists() or not info.workspace:
-        return "", 0
+        return "", 0, ""
+    from musec.agents.tools.base import printable
     from musec.agents.workers import WorkerError, remove_worktrees
 
     try:
         removal = remove_worktrees(info.workspace, state_dir, info.id, dry_run=dry_run)
     except (WorkerError, OSError) as exc:
         log.warning("worktrees_not_removed", session_id=info.id, error=str(exc))
-        return f"its worktrees could not be removed ({exc})", 0
+        return printable(f"its worktrees could not be removed ({exc})"), 0, ""
     if removal.kept:
         log.info("worktrees_kept", session_id=info.id, kept=removal.message)
-        return removal.message.replace("\n", "; "), 0
-    return "", removal.bytes
+        return removal.message.replace("\n", "; "), 0, ""
+    if removal.note:
+        log.info("orphaned_worktrees_removed", session_id=info.id, workspace=info.workspace, dry_run=dry_run)
+    return "", removal.bytes, removal.note
 
 
 def _remove_tree(folder: Path, dry_run: bool) -> int:

@@ -185,17 +185,18 @@ class Connection:
                     await session.durable()
                 elif reply.how != "up-to-date":  # the person's branch changed: an ended session's log says so too
                     await off_loop(append_to_ended, self.index.log_path(reply.session_id), applied)
-                    await off_loop(remove_applied_worktrees, workspace, self.paths.state, reply.session_id)
+                    if reply.how != "uncommitted":  # else its branch is the one record of the workers' changes alone
+                        await off_loop(remove_applied_worktrees, workspace, self.paths.state, reply.session_id)
                 await self.send(reply)
             case p.Compact():
                 await self.send(await self._compact(msg))
             case p.CollectSessions():
                 from .collect import collect
 
-                removed, freed, kept, sizes = await off_loop(
+                removed, freed, kept, sizes, notes = await off_loop(
                     collect, self.index, self.paths.state, self.paths.blobs, msg.older_than_s, msg.dry_run)
                 await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed, kept=kept,
-                                            session_bytes=sizes))
+                                            session_bytes=sizes, notes=notes))
             case p.ListModels():
                 await self.send(p.Models(id=msg.id, models=await off_loop(list_models, self.paths.config)))
             case p.InspectWorkspace():

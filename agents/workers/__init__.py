@@ -27,16 +27,15 @@ from .errors import (
     WorktreeError,
 )
 from .integration import (
-    ApplyResult,
     BranchConflict,
     FileConflict,
     IntegrationResult,
     MergedBranch,
     MergeOutcome,
-    apply,
     integrate,
     merge_branches,
 )
+from .landing import ApplyResult, apply
 from .repo import BaseCommit, prepare_base, uncommitted_paths
 from .testcmd import TestCommand, TestRun, detect_test_command, failing_tests, run_tests
 from .worktrees import (

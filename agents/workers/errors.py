@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.errors import AgentError
+from ..tools.base import printable
 
 __all__ = [
     "BranchExists",
@@ -35,15 +36,27 @@ MAX_LISTED_PATHS = 20
 
 
 def list_paths(paths: Sequence[str], limit: int = MAX_LISTED_PATHS) -> str:
-    """``paths`` as an indented list for a message, cut after ``limit`` entries."""
-    lines = [f"  {p}" for p in paths[:limit]]
+    """``paths`` as an indented list for a message, cut after ``limit`` entries.
+
+    Paths are as pygit2 gives them (a byte that is not UTF-8 is a lone surrogate, as
+    ``os.fsdecode`` makes it); each is shown with ``\\xNN`` for such a byte
+    (``tools.base.printable``), so that the message can reach the log, the wire and a
+    commit message."""
+    lines = [f"  {printable(p)}" for p in paths[:limit]]
     if len(paths) > limit:
         lines.append(f"  ... and {len(paths) - limit} more")
     return "\n".join(lines)
 
 
 class WorkerError(AgentError):
-    """Base of every error raised by ``musec.agents.workers``."""
+    """Base of every error raised by ``musec.agents.workers``.
+
+    Its message is made encodable as UTF-8 (``printable``): a repository path with bytes
+    that are not UTF-8 is shown with ``\\xNN``, never a lone surrogate that would fail
+    the log or the wire."""
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(printable(message), *args)
 
 
 class NotARepository(WorkerError):
@@ -145,7 +158,8 @@ class FileConflict:
     """One conflicted path, with the text of each side (``None``: absent on that side).
 
     Attributes:
-        path: the path in the tree.
+        path: the path in the tree, as text (``printable``: ``\\xNN`` for a byte that is
+            not UTF-8).
         ancestor: the file at the merge base.
         ours: the file on the integration side (the base plus the branches merged so far;
             for ``apply``, the person's branch).

@@ -7,10 +7,7 @@ result is checked out in the integration worktree (``STATE/worktrees/<session>/i
 where ``integrate`` runs the project's test command: two branches can each be green and
 break together, and only the merged tree shows it.
 
-``apply`` is the only function that writes to the person's working tree: it moves their
-branch to the integrated result (fast-forward, or a merge commit) and checks it out with
-libgit2's safe checkout, after checking that their HEAD and working tree are as they were
-when the fan-out started. No file is ever copied.
+Bringing the result onto the person's branch is ``landing.apply``'s.
 """
 
 from __future__ import annotations
@@ -25,25 +22,16 @@ import anyio
 import pygit2
 from pygit2.enums import CheckoutStrategy
 
+from ..tools.base import printable
 from .errors import (
     FileConflict,
-    HeadMoved,
-    MergeConflict,
-    NotOnBranch,
-    UnbornHead,
     UnknownBranch,
-    WorktreeDirty,
     WorktreeError,
-    list_paths,
 )
 from .repo import (
     BaseCommit,
     default_signature,
     open_repository,
-    refuse_busy,
-    run_git,
-    uncommitted_paths,
-    working_state_tree,
 )
 from .testcmd import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -56,13 +44,11 @@ from .testcmd import (
 from .worktrees import INTEGRATION, create_worktree
 
 __all__ = [
-    "ApplyResult",
     "BranchConflict",
     "FileConflict",
     "IntegrationResult",
     "MergeOutcome",
     "MergedBranch",
-    "apply",
     "integrate",
     "merge_branches",
 ]
@@ -165,7 +151,7 @@ def _side(repo: pygit2.Repository, entry: pygit2.IndexEntry | None, limit: int) 
 def _file_conflicts(repo: pygit2.Repository, index: pygit2.Index, limit: int) -> list[FileConflict]:
     files = []
     for ancestor, ours, theirs in index.conflicts:
-        path = next(e.path for e in (ours, theirs, ancestor) if e is not None)
+        path = printable(next(e.path for e in (ours, theirs, ancestor) if e is not None))
         sides = [_side(repo, e, limit) for e in (ancestor, ours, theirs)]
         files.append(FileConflict(
             path, sides[0][0], sides[1][0], sides[2][0],
@@ -291,202 +277,3 @@ async def integrate(
             env=env, wrap=wrap,
         )
     return IntegrationResult(outcome, command, tests)
-
-
-@dataclass(frozen=True)
-class ApplyResult:
-    """What ``apply`` did to the person's branch.
-
-    Attributes:
-        branch: the person's branch (short name).
-        old_head: where it pointed before (hex).
-        new_head: where it points now (hex).
-        how: ``"fast-forward"``, ``"merge"`` (a merge commit), ``"commit"`` (the workers'
-            changes as one commit, when the fan-out started from a snapshot of uncommitted
-            work, which stays uncommitted) or ``"up-to-date"``.
-    """
-
-    branch: str
-    old_head: str
-    new_head: str
-    how: Literal["fast-forward", "merge", "commit", "up-to-date"]
-
-
-def _changed_paths(repo: pygit2.Repository, a: pygit2.Oid, b: pygit2.Oid) -> list[str]:
-    diff = repo.diff(repo[a], repo[b])
-    return sorted({d.delta.new_file.path for d in diff} | {d.delta.old_file.path for d in diff})
-
-
-def apply(
-    repo_path: Path | str,
-    integration_branch: str,
-    *,
-    expected_head: str,
-    snapshot: str | None = None,
-    signature: pygit2.Signature | None = None,
-) -> ApplyResult:
-    """Bring the integrated result onto the person's current branch, through git only.
-
-    Checks first, and refuses when: HEAD is not ``expected_head`` (the person committed or
-    switched branch since the fan-out); the working tree is not as it was (without
-    ``snapshot``: any uncommitted change, untracked files included; with ``snapshot``: what
-    is on disk differs from the snapshot's tree); a merge or rebase is in progress; HEAD is
-    detached. Then the branch fast-forwards to the integration, or gets a merge commit
-    when the integration does not descend from it, and the index and working tree follow
-    as ``git checkout`` would move them (refusing rather than overwrite a local change).
-
-    With a snapshot, only the workers' changes (snapshot -> integration) become one
-    commit on the branch; the person's uncommitted changes and untracked files stay
-    uncommitted on disk, as they were (issue 13). The index and working tree move with
-    ``git read-tree -m -u``, which honours what git honours (sparse checkout,
-    skip-worktree, filter drivers such as Git LFS, eol attributes).
-
-    Args:
-        repo_path: the person's working tree.
-        integration_branch: the branch to bring home (``musec/<session>/integration``).
-        expected_head: the person's HEAD when the fan-out started (``BaseCommit.head``).
-        snapshot: the snapshot commit the fan-out started from (``BaseCommit.commit`` when
-            ``BaseCommit.snapshot``), else ``None``.
-        signature: author and committer of a merge commit; default ``default_signature``.
-
-    Returns:
-        The branch and where it moved.
-
-    Raises:
-        UnbornHead: the repository has no commit.
-        NotOnBranch: HEAD is detached.
-        RepositoryBusy: a merge, rebase or the like is in progress.
-        HeadMoved: HEAD is not ``expected_head``.
-        WorktreeDirty: the working tree changed; lists the paths.
-        UnknownBranch: ``integration_branch`` does not exist.
-        MergeConflict: a merge commit was needed and the merge conflicts.
-        WorktreeError: the checkout failed (a file changed while applying).
-    """
-    repo = open_repository(repo_path)
-    if repo.head_is_unborn:
-        raise UnbornHead(f"{repo.workdir} has no commit yet")
-    if repo.head_is_detached:
-        raise NotOnBranch("HEAD is detached; check out the branch to apply to, then apply again")
-    refuse_busy(repo)
-    branch_ref = repo.lookup_reference(repo.head.name)
-    branch = repo.head.shorthand
-    head = repo.head.target
-    if str(head) != expected_head:
-        raise HeadMoved(
-            f"{branch} is at {str(head)[:12]}, not at {expected_head[:12]} where the workers "
-            "started; it moved since (a commit, reset or branch switch). Apply refused; "
-            "integrate again from the new HEAD or merge the integration branch yourself",
-            expected=expected_head, actual=str(head))
-    target = _branch_tip(repo, integration_branch)
-    start = _clean_start(repo, head, snapshot)
-    if target == start or repo.descendant_of(start, target):
-        return ApplyResult(branch, str(head), str(head), "up-to-date")
-    if snapshot is not None:
-        new, how = _workers_commit(repo, head, start, target, integration_branch, signature), "commit"
-        if new is None:
-            return ApplyResult(branch, str(head), str(head), "up-to-date")
-    elif repo.descendant_of(target, start):
-        new, how = target, "fast-forward"
-    else:
-        new, how = _merge_commit(repo, start, target, integration_branch, branch, signature), "merge"
-    _switch(repo, branch_ref.name, head, new, f"musec apply: {how} {integration_branch}")
-    return ApplyResult(branch, str(head), str(new), how)
-
-
-def _workers_commit(repo: pygit2.Repository, head: pygit2.Oid, snapshot: pygit2.Oid, target: pygit2.Oid,
-                    integration_branch: str, signature: pygit2.Signature | None) -> pygit2.Oid | None:
-    """One commit on ``head`` holding what the workers changed (``snapshot`` -> ``target``)
-    and nothing of the person's uncommitted work (``head`` -> ``snapshot``); ``None`` when
-    the workers changed nothing.
-
-    Raises:
-        MergeConflict: the workers' changes do not apply to ``head`` (never seen: they were
-            made on the snapshot, which holds ``head``).
-    """
-    index = repo.merge_trees(repo[snapshot].peel(pygit2.Commit).tree, repo[head].peel(pygit2.Commit).tree,
-                             repo[target].peel(pygit2.Commit).tree)
-    if index.conflicts is not None:
-        files = _file_conflicts(repo, index, DEFAULT_MAX_SIDE_CHARS)
-        raise MergeConflict("the workers' changes do not apply to your branch; nothing was changed:\n"
-                            + list_paths([f.path for f in files]), files)
-    tree = index.write_tree(repo)
-    if tree == repo[head].peel(pygit2.Commit).tree.id:
-        return None
-    walker = repo.walk(target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
-    walker.hide(snapshot)
-    subjects = [c.message.splitlines()[0] if c.message else str(c.id)[:12] for c in walker]
-    sig = signature or default_signature(repo)
-    message = (f"musec: the workers' changes from {integration_branch}\n\n"
-               + "".join(f"- {s}\n" for s in subjects[:50]))
-    return repo.create_commit(None, sig, sig, message, tree, [head])
-
-
-def _switch(repo: pygit2.Repository, ref: str, old: pygit2.Oid, new: pygit2.Oid, reason: str) -> None:
-    """Move the person's index and working tree from ``old`` to ``new`` as ``git checkout``
-    does (``git read-tree -m -u``: local changes to paths the move does not touch are kept,
-    sparse checkout, skip-worktree, filter drivers and eol attributes are honoured, and it
-    refuses rather than overwrite a local change or an untracked file), then the branch.
-
-    Raises:
-        WorktreeDirty: the move would overwrite local changes; nothing was changed.
-        WorktreeError: git failed otherwise.
-    """
-    done = run_git(repo.workdir, "read-tree", "-m", "-u", str(old), str(new))
-    if done.returncode != 0:
-        why = done.stderr.decode("utf-8", "backslashreplace").strip()
-        paths = [ln.strip() for ln in why.splitlines() if ln.startswith(("\t", "    "))]
-        raise WorktreeDirty(f"applying would overwrite local changes; nothing was changed (git: {why[:600]})",
-                            tuple(paths))
-    moved = run_git(repo.workdir, "update-ref", "-m", reason, ref, str(new), str(old))
-    if moved.returncode != 0:
-        run_git(repo.workdir, "read-tree", "-m", "-u", str(new), str(old))  # put the tree back
-        raise WorktreeError(f"could not move {ref} to {str(new)[:12]}: "
-                            + moved.stderr.decode("utf-8", "backslashreplace").strip()[:300])
-
-
-def _clean_start(repo: pygit2.Repository, head: pygit2.Oid, snapshot: str | None) -> pygit2.Oid:
-    """The commit ``apply`` starts from: ``head`` with a clean working tree, or the
-    ``snapshot`` of ``head`` when the working tree is still exactly that snapshot.
-
-    Raises:
-        WorktreeError: ``snapshot`` was not made on ``head``.
-        WorktreeDirty: the working tree is not as the fan-out left it; lists the paths.
-    """
-    if snapshot is None:
-        paths = list(uncommitted_paths(repo.workdir))
-        if paths:
-            raise WorktreeDirty(
-                "your working tree has uncommitted changes; commit or stash them, then apply "
-                f"again:\n{list_paths(paths)}", paths,
-            )
-        return head
-    snap = repo[snapshot].peel(pygit2.Commit)
-    if list(snap.parent_ids) != [head]:
-        raise WorktreeError(f"{snapshot[:12]} is not a snapshot made on {str(head)[:12]}")
-    state = working_state_tree(repo)
-    if state != snap.tree.id:
-        paths = _changed_paths(repo, snap.tree.id, state)
-        raise WorktreeDirty(
-            "your working tree changed since musec snapshotted it; apply refused. Changed:\n"
-            + list_paths(paths), paths,
-        )
-    return snap.id
-
-
-def _merge_commit(repo: pygit2.Repository, start: pygit2.Oid, target: pygit2.Oid, integration_branch: str,
-                  branch: str, signature: pygit2.Signature | None) -> pygit2.Oid:
-    """A merge commit of ``target`` into ``start`` (on no branch yet).
-
-    Raises:
-        MergeConflict: the merge conflicts; nothing was changed.
-    """
-    index = repo.merge_commits(start, target)
-    if index.conflicts is not None:
-        files = _file_conflicts(repo, index, DEFAULT_MAX_SIDE_CHARS)
-        raise MergeConflict(
-            f"merging {integration_branch} into {branch} conflicts; nothing was changed:\n"
-            + list_paths([f.path for f in files]), files,
-        )
-    sig = signature or default_signature(repo)
-    tree = index.write_tree(repo)
-    return repo.create_commit(None, sig, sig, f"Merge {integration_branch} into {branch}\n", tree, [start, target])

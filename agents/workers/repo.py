@@ -17,6 +17,7 @@ from typing import Literal
 import pygit2
 from pygit2.enums import FileStatus, RepositoryState
 
+from ..tools.base import printable
 from .errors import (
     InvalidName,
     NotARepository,
@@ -224,7 +225,9 @@ class BaseCommit:
         head: the person's HEAD commit when it was taken (hex).
         branch: the person's branch (short name), ``None`` when HEAD was detached.
         snapshot: whether ``commit`` is a snapshot of uncommitted changes made on ``head``.
-        dirty_paths: the paths that were uncommitted (empty unless ``snapshot``).
+        dirty_paths: the paths that were uncommitted (empty unless ``snapshot``), as text
+            for the log and the person (``printable``: ``\\xNN`` for a byte that is not
+            UTF-8; the snapshot itself holds the names' bytes).
         ref: the ref keeping it reachable (``refs/musec/<session>/base``).
     """
 
@@ -307,4 +310,4 @@ def prepare_base(
     )
     commit = repo.create_commit(None, sig, sig, message, tree, [head.id])
     repo.references.create(ref, commit, force=True)
-    return BaseCommit(str(commit), str(head.id), branch, True, paths, ref)
+    return BaseCommit(str(commit), str(head.id), branch, True, tuple(printable(p) for p in paths), ref)

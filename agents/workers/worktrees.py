@@ -23,6 +23,7 @@ from typing import Any
 
 import pygit2
 
+from ..tools.base import printable
 from .errors import (
     BranchExists,
     InvalidName,
@@ -291,12 +292,15 @@ class Removal:
             nothing of the session was removed.
         pruned: Git worktree names whose stale metadata was pruned.
         bytes: the size of the session's worktree folders.
+        note: a line for the person when the worktrees were orphaned (their repository is
+            gone: deleted or moved), saying what may be left where it went; else ``""``.
     """
 
     removed: tuple[str, ...]
     kept: tuple[tuple[str, str], ...]
     pruned: tuple[str, ...]
     bytes: int = 0
+    note: str = ""
 
     @property
     def message(self) -> str:
@@ -313,6 +317,12 @@ def remove_worktrees(
     dry_run: bool = False,
 ) -> Removal:
     """Remove a session's worktrees, their branches and ``refs/musec/<session>/*``.
+
+    When ``repo_path`` is no repository any more (deleted or moved), the repository is
+    found through the session's worktrees (a workspace that was a linked worktree of a
+    repository still there); when none is found, the worktrees are orphans (each one's
+    ``.git`` points at a Git directory that is gone, so no Git can hold anything of them)
+    and their folders are removed (``note`` says so, and how to clean a moved repository).
 
     When a worker worktree holds uncommitted work (staged, unstaged or untracked, not
     ignored), nothing of the session is removed unless ``force``: not that worktree, nor
@@ -334,13 +344,21 @@ def remove_worktrees(
 
     Raises:
         InvalidName: ``session_id`` cannot name a branch.
-        NotARepository: ``repo_path`` is in no repository.
+        NotARepository: ``repo_path`` is in no repository, and a worktree of the session
+            is not an orphan (its ``.git`` is a folder, or points at a Git directory that
+            is there).
         WorktreeError: a worktree folder could not be deleted.
     """
     check_name("session id", session_id)
-    repo = open_repository(repo_path)
     prefix = _git_name(session_id, "")
     session_dir = Path(state_dir) / "worktrees" / session_id
+    try:
+        repo = open_repository(repo_path)
+    except NotARepository:
+        found = _repository_of(session_dir)
+        if found is None:
+            return _remove_orphans(repo_path, session_dir, session_id, dry_run)
+        repo = found
     size = _tree_bytes(session_dir)
     workers = {n[len(prefix):] for n in repo.list_worktrees() if n.startswith(prefix)}
     workers |= {b.split("/", 2)[2] for b in repo.branches.local if b.startswith(f"musec/{session_id}/")}
@@ -369,10 +387,82 @@ def remove_worktrees(
     for ref in list(repo.references):
         if ref.startswith(f"refs/musec/{session_id}/"):
             repo.references.delete(ref)
+    for folder in _orphans(session_dir):  # left by a repository deleted and made anew
+        shutil.rmtree(folder, ignore_errors=True)
     if session_dir.is_dir() and not any(session_dir.iterdir()):
         os.rmdir(session_dir)
     pruned = _prune_stale(repo)
     return Removal(tuple(removed), (), tuple(pruned), size)
+
+
+def _gitdir_of(folder: Path) -> Path | None:
+    """The Git directory a worktree folder's ``.git`` file points at; ``None`` when it has
+    no ``.git`` file (a folder is not a worktree's link) or it cannot be read."""
+    try:
+        text = (folder / ".git").read_bytes().decode("utf-8", "surrogateescape")
+    except (IsADirectoryError, FileNotFoundError, NotADirectoryError, PermissionError):
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = Path(text[len("gitdir:"):].strip())
+    return gitdir if gitdir.is_absolute() else folder / gitdir
+
+
+def _is_orphan(folder: Path) -> bool:
+    """Whether a worktree folder belongs to no repository: no ``.git`` at all (a folder
+    left half made), or a ``.git`` file pointing at a Git directory that is gone."""
+    dot_git = folder / ".git"
+    if not dot_git.exists() and not dot_git.is_symlink():
+        return True
+    gitdir = _gitdir_of(folder)
+    return gitdir is not None and not gitdir.is_dir()
+
+
+def _orphans(session_dir: Path) -> list[Path]:
+    """The folders under ``session_dir`` that are orphaned worktrees (``_is_orphan``)."""
+    if not session_dir.is_dir():
+        return []
+    return [f for f in sorted(session_dir.iterdir()) if f.is_dir() and not f.is_symlink() and _is_orphan(f)]
+
+
+def _repository_of(session_dir: Path) -> pygit2.Repository | None:
+    """The repository of the first worktree under ``session_dir`` that still has one."""
+    if not session_dir.is_dir():
+        return None
+    for folder in sorted(session_dir.iterdir()):
+        if folder.is_dir() and not _is_orphan(folder) and _gitdir_of(folder) is not None:
+            try:
+                return pygit2.Repository(str(folder))
+            except pygit2.GitError:
+                continue
+    return None
+
+
+def _remove_orphans(repo_path: Path | str, session_dir: Path, session_id: str, dry_run: bool) -> Removal:
+    """Remove the session's worktree folders when every one is an orphan: their repository
+    is gone, so nothing of them is held anywhere (``remove_worktrees``).
+
+    Raises:
+        NotARepository: a folder is not an orphan (it is left alone, as all the others).
+        WorktreeError: a folder could not be deleted.
+    """
+    folders = [f for f in sorted(session_dir.iterdir())] if session_dir.is_dir() else []
+    orphans = _orphans(session_dir)
+    if folders != orphans:
+        raise NotARepository(f"{repo_path} is not inside a Git repository, and "
+                             f"{', '.join(str(f) for f in folders if f not in orphans)} is not an orphaned worktree; "
+                             "nothing was removed")
+    size = _tree_bytes(session_dir)
+    if not dry_run:
+        try:
+            shutil.rmtree(session_dir)
+        except OSError as exc:
+            raise WorktreeError(f"could not delete the worktrees {session_dir}: {exc}") from exc
+    note = printable(f"its repository {repo_path} is gone (deleted or moved), so its worktrees were orphans and "
+            f"{'would be' if dry_run else 'were'} removed; if the repository was moved, clean up there with: "
+            f"git for-each-ref --format='delete %(refname)' refs/heads/musec/{session_id} refs/musec/{session_id} "
+            "| git update-ref --stdin && git worktree prune")
+    return Removal(tuple(f.name for f in folders), (), (), size, note)
 
 
 def _holding_work(session_id: str, trees: dict[str, Any]) -> list[tuple[str, str]]:
@@ -390,7 +480,7 @@ def _holding_work(session_id: str, trees: dict[str, Any]) -> list[tuple[str, str
         if dirty:
             branch = branch_name(session_id, worker)
             kept.append((worker, f"{len(dirty)} uncommitted path(s) in {path}: "
-                         + ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+                         + ", ".join(printable(d) for d in dirty[:5]) + (" ..." if len(dirty) > 5 else "")
                          + f"; to keep them, commit them there (git -C {path} add -A && git -C {path} "
                          f"commit -m wip) and merge branch {branch}, or copy them out; the whole "
                          "session stays (integration included) until that worktree is clean"))

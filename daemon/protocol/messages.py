@@ -53,7 +53,7 @@ ErrorCode = Literal[
 ]
 """``Error.code``: the condition, by name (each ``DaemonError`` subclass has one; ``too_large``:
 a reply that no frame can carry, named in the message; the connection goes on)."""
-ApplyHow = Literal["fast-forward", "merge", "commit", "up-to-date"]
+ApplyHow = Literal["fast-forward", "merge", "commit", "uncommitted", "up-to-date"]
 PlanAction = Literal["", "approve", "approve_auto", "edit", "fresh", "feedback", "grill"]
 """An answer to a plan's approval (``ApprovalAnswer.plan_action``): approve it, approve and
 switch to approval mode ``auto``, approve the edited ``text``, approve and start a fresh
@@ -778,7 +778,10 @@ class Workers(_Msg, tag="workers"):
 
 class Applied(_Msg, tag="applied"):
     """``how``: fast-forward, merge, commit (the workers' changes as one commit, the
-    person's uncommitted work left uncommitted) or up-to-date."""
+    person's uncommitted work left uncommitted), uncommitted (the workers' changes in the
+    working tree, uncommitted, next to the person's: they touch the same files) or
+    up-to-date. ``note``: a line more for the person (the tests did not run on a merge onto
+    a branch that moved on; the changes are uncommitted), else empty."""
 
     id: int
     session_id: str
@@ -786,17 +789,21 @@ class Applied(_Msg, tag="applied"):
     old_head: str
     new_head: str
     how: ApplyHow
+    note: str = ""
 
 
 class Collected(_Msg, tag="collected"):
     """``kept``: one line per session kept back and why (a worktree with uncommitted work);
-    ``session_bytes``: the size of each of ``sessions`` (its log and worktrees), in order."""
+    ``session_bytes``: the size of each of ``sessions`` (its log and worktrees), in order;
+    ``notes``: one line per removed session with more to say (its repository was gone, so
+    its worktrees were orphans: how to clean a repository that was moved)."""
 
     id: int
     sessions: list[str]
     bytes_freed: int = 0
     kept: list[str] = []
     session_bytes: list[int] = []
+    notes: list[str] = []
 
 
 class StatusReply(_Msg, tag="status_reply"):

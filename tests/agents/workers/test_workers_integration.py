@@ -173,23 +173,33 @@ def test_conflicts_are_reported_per_file_with_both_sides(repo: Path, state: Path
     assert "# a" in (outcome.worktree / "prices.py").read_text()
 
 
-def test_apply_refuses_when_head_moved_and_merges_when_told_the_new_head(repo: Path, state: Path) -> None:
+def test_apply_merges_onto_a_branch_that_moved_on(repo: Path, state: Path) -> None:
     base = prepare_base(repo, SID)
     outcome = merge_branches(repo, state, SID, base, [worker(repo, state, base, "docs", DOCS)])
     moved = commit_files(repo, {"later.txt": "the person went on working\n"}, "person's commit")
-    before = hash_working_copy(repo)
-    with pytest.raises(HeadMoved, match="moved since") as err:
-        apply(repo, outcome.branch, expected_head=base.head)
-    assert (err.value.expected, err.value.actual) == (base.head, moved)
-    assert hash_working_copy(repo) == before
 
-    applied = apply(repo, outcome.branch, expected_head=moved, signature=SIG)
+    applied = apply(repo, outcome.branch, expected_head=base.head, signature=SIG)
 
-    assert applied.how == "merge"
+    assert applied.how == "merge" and applied.old_head == moved
+    assert "not on this merge" in applied.note  # the tests did not run on it, and it says so
     merge = pygit2.Repository(str(repo))[applied.new_head]
     assert [str(p) for p in merge.parent_ids] == [moved, outcome.head]
     assert (repo / "README.md").exists() and (repo / "later.txt").exists()
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_apply_refuses_a_branch_reset_away_and_names_the_git_command(repo: Path, state: Path) -> None:
+    first = git(repo, "rev-parse", "HEAD").strip()
+    commit_files(repo, {"later.txt": "a commit the person will drop\n"}, "dropped")
+    base = prepare_base(repo, SID)
+    outcome = merge_branches(repo, state, SID, base, [worker(repo, state, base, "docs", DOCS)])
+    git(repo, "reset", "-q", "--hard", first)
+    before = hash_working_copy(repo)
+    with pytest.raises(HeadMoved, match="does not descend") as err:
+        apply(repo, outcome.branch, expected_head=base.head)
+    assert (err.value.expected, err.value.actual) == (base.head, first)
+    assert f"git merge {outcome.branch}" in str(err.value)
+    assert hash_working_copy(repo) == before
 
 
 def test_apply_reports_conflicts_and_changes_nothing(repo: Path, state: Path) -> None:
