@@ -369,21 +369,7 @@ def remove_worktrees(
     kept = [] if force else _holding_work(session_id, trees)
     if kept or dry_run:
         return Removal(() if kept else tuple(sorted(workers)), tuple(kept), (), size)
-    removed = []
-    for worker in sorted(workers):
-        wt = trees[worker]
-        path = Path(wt.path) if wt is not None else None
-        if path is not None and path.exists():
-            try:
-                shutil.rmtree(path)
-            except OSError as exc:
-                raise WorktreeError(f"could not delete the worktree {path}: {exc}") from exc
-        if wt is not None and wt.is_prunable:
-            wt.prune(False)
-        ref = repo.branches.local.get(f"musec/{session_id}/{worker}")
-        if ref is not None:
-            ref.delete()
-        removed.append(worker)
+    removed = [_remove_one(repo, session_id, worker, trees[worker]) for worker in sorted(workers)]
     for ref in list(repo.references):
         if ref.startswith(f"refs/musec/{session_id}/"):
             repo.references.delete(ref)
@@ -393,6 +379,26 @@ def remove_worktrees(
         os.rmdir(session_dir)
     pruned = _prune_stale(repo)
     return Removal(tuple(removed), (), tuple(pruned), size)
+
+
+def _remove_one(repo: pygit2.Repository, session_id: str, worker: str, wt: Any) -> str:
+    """Delete a worker's worktree folder, its Git metadata and its branch; its name.
+
+    Raises:
+        WorktreeError: the folder could not be deleted.
+    """
+    path = Path(wt.path) if wt is not None else None
+    if path is not None and path.exists():
+        try:
+            shutil.rmtree(path)
+        except OSError as exc:
+            raise WorktreeError(f"could not delete the worktree {path}: {exc}") from exc
+    if wt is not None and wt.is_prunable:
+        wt.prune(False)
+    ref = repo.branches.local.get(f"musec/{session_id}/{worker}")
+    if ref is not None:
+        ref.delete()
+    return worker
 
 
 def _gitdir_of(folder: Path) -> Path | None:
@@ -411,8 +417,7 @@ def _gitdir_of(folder: Path) -> Path | None:
 def _is_orphan(folder: Path) -> bool:
     """Whether a worktree folder belongs to no repository: no ``.git`` at all (a folder
     left half made), or a ``.git`` file pointing at a Git directory that is gone."""
-    dot_git = folder / ".git"
-    if not dot_git.exists() and not dot_git.is_symlink():
+    if not (folder / ".git").exists() and not (folder / ".git").is_symlink():
         return True
     gitdir = _gitdir_of(folder)
     return gitdir is not None and not gitdir.is_dir()
@@ -427,9 +432,7 @@ def _orphans(session_dir: Path) -> list[Path]:
 
 def _repository_of(session_dir: Path) -> pygit2.Repository | None:
     """The repository of the first worktree under ``session_dir`` that still has one."""
-    if not session_dir.is_dir():
-        return None
-    for folder in sorted(session_dir.iterdir()):
+    for folder in sorted(session_dir.iterdir()) if session_dir.is_dir() else []:
         if folder.is_dir() and not _is_orphan(folder) and _gitdir_of(folder) is not None:
             try:
                 return pygit2.Repository(str(folder))
@@ -446,8 +449,7 @@ def _remove_orphans(repo_path: Path | str, session_dir: Path, session_id: str, d
         NotARepository: a folder is not an orphan (it is left alone, as all the others).
         WorktreeError: a folder could not be deleted.
     """
-    folders = [f for f in sorted(session_dir.iterdir())] if session_dir.is_dir() else []
-    orphans = _orphans(session_dir)
+    folders, orphans = sorted(session_dir.iterdir()) if session_dir.is_dir() else [], _orphans(session_dir)
     if folders != orphans:
         raise NotARepository(f"{repo_path} is not inside a Git repository, and "
                              f"{', '.join(str(f) for f in folders if f not in orphans)} is not an orphaned worktree; "
