@@ -46,7 +46,9 @@ def cmd_apply(args: argparse.Namespace) -> Exit:
     """``musec apply ID``: the integrated fan-out result onto the person's branch."""
     conn = connect()
     r = conn.request(p.ApplyIntegration(id=conn.next_id(), session_id=args.session_id), timeout_s=300)
-    if r.how == "up-to-date":
+    if r.how == "up-to-date" and r.note:  # applied already, uncommitted: the note says where
+        out(f"{r.branch}: the integration of session {r.session_id} was applied already; nothing to apply")
+    elif r.how == "up-to-date":
         out(f"{r.branch}: the integration of session {r.session_id} is already on your branch; nothing to apply")
     elif r.how == "uncommitted":
         out(f"{r.branch}: the workers' changes are in your working tree, uncommitted")

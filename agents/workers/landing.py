@@ -150,7 +150,8 @@ def apply(
     elif repo.descendant_of(target, start):
         new, how = target, "fast-forward"
     else:
-        new, how = _merge_commit(repo, start, target, integration_branch, branch, signature), "merge"
+        new, how = _merge_commit(repo, start, target, integration_branch, branch, signature,
+                                 f"git merge {integration_branch}"), "merge"
     _switch(repo, head, new, f"musec apply: {how} {integration_branch}")
     return ApplyResult(branch, str(head), str(new), how)
 

@@ -211,6 +211,7 @@ def test_apply_reports_conflicts_and_changes_nothing(repo: Path, state: Path) ->
         apply(repo, outcome.branch, expected_head=moved)
     assert [f.path for f in err.value.conflicts] == ["prices.py"]
     assert "return 0" in err.value.conflicts[0].ours
+    assert f"git merge {outcome.branch}" in str(err.value)  # how to do it by hand, named
     assert hash_working_copy(repo) == before
 
 
