@@ -11,7 +11,9 @@ Events that shape the history (``History.apply`` says what it does with every ty
   mentions attached, one block per file (``agents/attachments.py``).
 - ``AgentMessage``: a message to this agent, shown as user text at its next turn
   boundary.
-- ``ModelResponse``: the assistant's message.
+- ``ModelResponse``: the assistant's message; one cut off while it streamed
+  (``interrupted``) keeps its text, followed by a user note that it was cut off
+  (agents/cutoff.py), and adds nothing when no text had come.
 - ``ToolFinished``: the result of a call; ``untrusted`` (written for every call a tool
   ran) marks it as outside data. A log written before that field existed is folded as it
   was then (by tool name), so replay keeps its bytes.
@@ -60,6 +62,7 @@ from .compaction import Pinned, PinnedKind
 from .context import ContextMeter, block_chars
 from .core import events as evt
 from .core.conversation import Message, TextBlock, ToolCallBlock, ToolResultBlock, Usage
+from .cutoff import CUT_OFF_NOTES
 from .goal.texts import goal_instruction
 from .modelswitch import convert_history
 from .plan import approved_message, planning_message
@@ -162,8 +165,11 @@ class History:
             case evt.ModelResponse():
                 if event.agent == self.agent:
                     self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
-                    self.messages.append(Message("assistant", list(event.content)))
-                    self.message_seqs.append(self._seq)
+                    if event.content or not event.interrupted:  # cut off before any text: nothing said
+                        self.messages.append(Message("assistant", list(event.content)))
+                        self.message_seqs.append(self._seq)
+                    if event.interrupted and event.content:  # the text streamed, then a note that it was cut off
+                        self._user_block(TextBlock(CUT_OFF_NOTES.get(event.interrupted, CUT_OFF_NOTES["person"])))
                     self.turns += 1
                     self.turns_since_user += 1
                     self.tokens_in += int(event.usage.get("input_tokens", 0))

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 import msgspec
@@ -29,7 +29,14 @@ from .compacting import compact
 from .compaction import CompactionPolicy, ContextGauge
 from .context import ContextUse, over, prompt_tokens
 from .core import events as ev
-from .core.conversation import ModelRequest, ToolCallBlock, ToolResultBlock, Usage, request_digest
+from .core.conversation import (
+    ModelRequest,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+    request_digest,
+)
 from .core.errors import (
     AgentError,
     ContextOverflow,
@@ -38,6 +45,7 @@ from .core.errors import (
     ProviderUnreachable,
 )
 from .core.faults import NO_FAULTS, Faults
+from .cutoff import Streamed
 from .history import History
 from .modelswitch import convert_history
 from .permissions import Policy, Verdict
@@ -206,6 +214,7 @@ class Agent:
         self.summary_cost_of: Callable[[Any], float] | None = None
         self.gauge = ContextGauge()
         self._compact_focus: str | None = None  # a manual compaction asked for, done before the next call
+        self._streamed = Streamed()  # what the model call under way has streamed (cut off: kept)
 
     def record(self, event: ev.AnyEvent) -> ev.AnyEvent:
         """Record an event of this agent; the session folds it into every agent's history."""
@@ -306,9 +315,15 @@ class Agent:
                 request_chars=chars, **use.fields(),
             ))
             started = time.monotonic()
+            self._streamed = Streamed()
             try:
                 with anyio.move_on_after(self._wall_left()) as wall:  # made again when the turn goes on
-                    response = await self.provider.complete(request, self._delta)
+                    try:
+                        response = await self.provider.complete(request, self._delta)
+                    except anyio.get_cancelled_exc_class():
+                        with anyio.CancelScope(shield=True):
+                            self._record_cut_off("max_wall" if wall.cancel_called else "person", started)
+                        raise
             except ContextOverflow as exc:
                 if overflowed is not None:  # one compaction and one retry: never a loop
                     return Outcome("error", message=f"{exc}; the request is still over the window after compacting "
@@ -423,7 +438,28 @@ class Agent:
 
     async def _delta(self, delta: TextDelta) -> None:
         self.faults.crash_at("mid_model_stream")
-        await self._on_delta(self.agent_id, delta)
+        if self._streamed.take(delta):
+            await self._on_delta(self.agent_id, delta)
+
+    def _record_cut_off(self, by: Literal["person", "max_wall"], started: float) -> None:
+        """Record the part of an answer streamed before it was cut off, and what it cost
+        (``agents/cutoff.py``); nothing when the stream had not begun."""
+        part = self._streamed
+        if not part.started:
+            return
+        usage, estimated = part.usage()
+        self.record(ev.ModelResponse(
+            content=[TextBlock(part.text)] if part.text.strip() else [],
+            stop_reason="interrupted",
+            usage=msgspec.to_builtins(usage),
+            model=self.provider.model,
+            provider=self.provider.name,
+            endpoint=getattr(self.provider, "endpoint", ""), catalog_id=getattr(self.provider, "catalog_id", ""),
+            latency_s=round(time.monotonic() - started, 3),
+            cost_usd=round(self.cost_of(usage), 8) if self.cost_of else 0.0,
+            interrupted=by, usage_estimated=estimated,
+            **self._reported(usage),
+        ))
 
     async def _run_calls(self, calls: list[ToolCallBlock]) -> None:
         for n, call in enumerate(calls):

@@ -450,7 +450,7 @@ def log_line_summary(ev: dict[str, Any]) -> str:
         blocks = _blocks(ev)
         text = " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
         calls = [str(b.get("name")) for b in blocks if b.get("type") == "tool_call"]
-        detail = _short(text, 71) + (f" → {', '.join(calls)}" if calls else "")
+        detail = _short(text, 71) + (f" → {', '.join(calls)}" if calls else "") + (" (interrupted)" if ev.get("interrupted") else "")
     elif kind == "user_message":
         attached = ev.get("attachments")
         detail = _short(ev.get("text", ""), 80) + (f" (+{len(attached)} mentioned)" if isinstance(attached, list) and attached else "")

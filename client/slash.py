@@ -83,6 +83,10 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
             out(f"  {row.agent:<12} {row.model:<36} {row.calls:>4} calls  in {row.input_tokens:>8}  "
                 f"out {row.output_tokens:>7}  cache {row.cache_read_tokens:>8}  ${row.cost_usd:.4f}")
         out(f"  total ${report.total_usd:.4f}" + (f" · {report.retries} retries" if report.retries else ""))
+        if report.interrupted:
+            from .views import interrupted_line
+
+            out("  " + interrupted_line(report.interrupted))
     elif name == "/agents":
         for a in conn.request(p.ListAgents(id=conn.next_id(), session_id=sid)).agents:
             context = f"{a.context_percent:.0f}%" if a.context_percent >= 0 else f"{a.context_tokens} tokens"

@@ -192,7 +192,8 @@ def cmd_cost(args: argparse.Namespace) -> Exit:
     r = conn.request(p.Cost(id=conn.next_id(), session_id=args.session_id,
                             workspace="" if args.session_id else resolve_workspace(None)))
     if args.json:
-        out_json({"session_id": r.session_id, "total_usd": r.total_usd, "retries": r.retries, "rows": [
+        out_json({"session_id": r.session_id, "total_usd": r.total_usd, "retries": r.retries,
+                  "interrupted": r.interrupted, "rows": [
             {"agent": x.agent, "model": x.model, "calls": x.calls, "input_tokens": x.input_tokens,
              "output_tokens": x.output_tokens, "cache_read_tokens": x.cache_read_tokens,
              "cache_write_tokens": x.cache_write_tokens, "cost_usd": x.cost_usd} for x in r.rows]})
@@ -203,4 +204,12 @@ def cmd_cost(args: argparse.Namespace) -> Exit:
         out(f"{x.agent:<18} {x.model[:32]:<32} {x.calls:>5} {x.input_tokens:>9} {x.cache_read_tokens:>9} "
             f"{x.output_tokens:>8} {'$' + format(x.cost_usd, '.4f'):>10}")
     out(f"total ${r.total_usd:.4f}" + (f" ({r.retries} retried call(s))" if r.retries else ""))
+    if r.interrupted:
+        out(interrupted_line(r.interrupted))
     return OK
+
+
+def interrupted_line(n: int) -> str:
+    """The note under a cost table when answers were cut off (their output is an estimate)."""
+    answers = "1 answer was" if n == 1 else f"{n} answers were"
+    return f"{answers} interrupted while streaming: counted, with output tokens estimated from the text streamed"

@@ -207,10 +207,12 @@ def _live_agent(live: Any, agent: str) -> Any:
 
 @dataclass
 class CostsView:
-    """Tokens and dollars per (agent, model), and the number of model retries."""
+    """Tokens and dollars per (agent, model), the number of model retries, and of answers
+    cut off while they streamed (``interrupted``: counted, their output tokens estimated)."""
 
     rows: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     retries: int = 0
+    interrupted: int = 0
 
     def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event."""
@@ -227,6 +229,8 @@ class CostsView:
                 row["cr"] += int(usage.get("cache_read_tokens", 0))
                 row["cw"] += int(usage.get("cache_write_tokens", 0))
                 row["usd"] += float(event.cost_usd)
+                if isinstance(event, evt.ModelResponse) and event.interrupted:
+                    self.interrupted += 1
             case (evt.ModelSwitched() | evt.ToolResultsCleared()
                   | evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.UserMessage()
                   | evt.AgentMessage() | evt.ModelRequest() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged()
@@ -262,7 +266,7 @@ def cost_report(index: SessionIndex, session_id: str, workspace: str, request_id
                      cache_read_tokens=r["cr"], cache_write_tokens=r["cw"], cost_usd=round(r["usd"], 8))
            for (a, m), r in sorted(view.rows.items())]
     return p.CostReport(id=request_id, session_id=sid, rows=out, total_usd=round(sum(r.cost_usd for r in out), 8),
-                        retries=view.retries)
+                        retries=view.retries, interrupted=view.interrupted)
 
 
 class Counters:

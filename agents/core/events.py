@@ -45,7 +45,7 @@ so that every type and its policy are read (and grow) in one place.
 from __future__ import annotations
 
 import enum
-from typing import Any, NamedTuple, assert_never, get_args
+from typing import Any, Literal, NamedTuple, assert_never, get_args
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -243,7 +243,8 @@ class ModelRequest(Event, frozen=True, tag="model_request"):
 class ModelResponse(Event, frozen=True, tag="model_response"):
     """A model's complete answer: its content blocks (reasoning kept opaque), the token
     counts (``usage``: ``input_tokens``, ``output_tokens``, ``cache_read_tokens``,
-    ``cache_write_tokens``), its cost in dollars and its latency in seconds."""
+    ``cache_write_tokens``), its cost in dollars and its latency in seconds; or the part of
+    an answer streamed before it was cut off (``interrupted``)."""
 
     content: list[Block]
     stop_reason: str = ""
@@ -260,6 +261,14 @@ class ModelResponse(Event, frozen=True, tag="model_response"):
     context_tokens: int | UnsetType = UNSET
     context_window_tokens: int | UnsetType = UNSET
     context_percent: float | UnsetType = UNSET
+    # An answer cut off while it streamed (issue 18): ``person`` (Esc, Ctrl-C, the session
+    # ended) or ``max_wall`` (the wall-time limit passed). ``content`` is the text streamed
+    # until then (no thinking, no half-made tool call); the history keeps it, followed by a
+    # note saying it was cut off (agents/history.py). ``usage`` is what the stream had
+    # reported (Anthropic's input at message_start) with the output tokens estimated from the
+    # text streamed (4 characters a token): ``usage_estimated``. Unset on complete answers.
+    interrupted: Literal["person", "max_wall"] | UnsetType = UNSET
+    usage_estimated: bool | UnsetType = UNSET
 
 
 class ModelSwitched(Event, frozen=True, tag="model_switched"):

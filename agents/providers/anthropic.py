@@ -201,6 +201,7 @@ class _Assembler:
             case "message_start":
                 self.message = data.get("message") or {}
                 self.usage = dict(self.message.get("usage") or {})
+                return TextDelta("", kind="usage", usage=self._usage())  # kept if the answer is cut off
             case "content_block_start":
                 block = dict(data.get("content_block") or {})
                 # Pieces are collected in lists and joined once (long answers stay linear).
@@ -242,6 +243,14 @@ class _Assembler:
                 block["json"].append(str(delta.get("partial_json", "")))
         return None
 
+    def _usage(self) -> Usage:
+        return Usage(
+            input_tokens=int(self.usage.get("input_tokens") or 0),
+            output_tokens=int(self.usage.get("output_tokens") or 0),
+            cache_read_tokens=int(self.usage.get("cache_read_input_tokens") or 0),
+            cache_write_tokens=int(self.usage.get("cache_creation_input_tokens") or 0),
+        )
+
     def result(self) -> ModelResponse:
         """The assembled response.
 
@@ -269,12 +278,7 @@ class _Assembler:
         return ModelResponse(
             content=content,
             stop_reason=self.stop_reason or "",
-            usage=Usage(
-                input_tokens=int(self.usage.get("input_tokens") or 0),
-                output_tokens=int(self.usage.get("output_tokens") or 0),
-                cache_read_tokens=int(self.usage.get("cache_read_input_tokens") or 0),
-                cache_write_tokens=int(self.usage.get("cache_creation_input_tokens") or 0),
-            ),
+            usage=self._usage(),
             model=str(self.message.get("model", "")),
             provider_ids={k: str(v) for k, v in ids.items() if v},
         )
@@ -321,7 +325,7 @@ class AnthropicProvider(StreamingHTTPProvider):
             async with aclosing(aiter(stream)) as events:
                 async for event in events:
                     delta = assembler.feed(event)
-                    if delta is not None:
+                    if delta is not None:  # text, thinking, or the usage so far (message_start)
                         await on_delta(delta)
                     if assembler.stopped:
                         await self._end_of_answer(events)  # the connection goes back to the pool

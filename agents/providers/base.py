@@ -7,14 +7,21 @@ from typing import Protocol
 
 import msgspec
 
-from ..core.conversation import ModelRequest, ModelResponse
+from ..core.conversation import ModelRequest, ModelResponse, Usage
 
 
 class TextDelta(msgspec.Struct, frozen=True):
-    """A piece of streamed text (live only: deltas are never logged)."""
+    """A piece of streamed text (live only: deltas are never logged).
+
+    ``kind``: ``text`` or ``thinking`` (sent on to clients); or, for the agent loop only
+    (so that an answer cut off mid-stream is kept and counted), ``usage``: the usage the
+    stream reported so far (``usage``; Anthropic's ``message_start`` has the input
+    tokens), and ``restart``: a retried attempt streams its answer from the start.
+    """
 
     text: str
-    kind: str = "text"  # "text" or "thinking"
+    kind: str = "text"
+    usage: Usage | None = None
 
 
 OnDelta = Callable[[TextDelta], Awaitable[None]]

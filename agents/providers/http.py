@@ -13,7 +13,7 @@ import httpx
 from musec.agents.core.conversation import ModelRequest, ModelResponse
 from musec.agents.core.errors import ProviderError
 
-from .base import OnDelta
+from .base import OnDelta, TextDelta
 from .ratelimit import OnRateLimited, RateLimiter, rate_limit_headers
 from .retry import OnRetry, RetryPolicy, stream_with_retries
 from .sse import DEFAULT_TIMEOUT, DRAIN_S, SSEEvent, drain
@@ -110,7 +110,13 @@ class StreamingHTTPProvider:
         grown = len(body) - self._sent_bytes
         estimate = max(grown if grown > 0 else len(body), 4) // 4
 
+        attempts = 0
+
         async def attempt(counted: OnDelta) -> ModelResponse:
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1:  # what the failed attempt streamed is dropped
+                await on_delta(TextDelta("", kind="restart"))
             if self.limiter is None:
                 return await self._stream_once(body, counted)
             await self.limiter.acquire(estimate, self.on_rate_limited)

@@ -738,6 +738,7 @@ class CostReport(_Msg, tag="cost_report"):
     rows: list[CostRow]
     total_usd: float = 0.0
     retries: int = 0
+    interrupted: int = 0  # answers cut off while they streamed: counted, output tokens estimated
 
 
 class AgentInfo(msgspec.Struct, frozen=True):

@@ -100,3 +100,60 @@ def test_the_spinner_is_erased_before_the_answer_and_comes_back_while_waiting(
     screen = term.wait_for(lambda s: "Done." in s and prompt_after(s, "Done."), "the end of the turn")
     assert not SPINNER.search(screen), screen
     _leave(term)
+
+
+def test_an_interrupted_answer_is_kept_shown_everywhere_counted_and_replayed(musec: Musec, buggy_repo: Path, terms) -> None:
+    gate = threading.Event()  # never set: the answer is interrupted while its stream is paused
+    with AnthropicServer() as server:
+        server.enqueue(paused(message([{"type": "text", "text": ANSWER}], input_tokens=1200, output_tokens=60),
+                              "arrives early", gate),
+                       message([{"type": "text", "text": "Going on from there."}], input_tokens=1300, output_tokens=6))
+        one = terms(f"{BIN / 'musec'} --model anthropic/claude-sonnet-4-6 --approval auto", _env(musec, server), buggy_repo)
+        one.wait_for(lambda s: "›" in s, "the prompt")
+        sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+        two = terms(f"{BIN / 'musec'} attach {sid}", _env(musec, server), buggy_repo)
+        two.wait_for(lambda s: prompt_after(s, "attached"), "the attached terminal's prompt")
+        one.send("explain", "Enter")
+        one.wait_for(lambda s: "The first paragraph arrives early." in s, "the first half")
+        one.send("Escape")
+        mark = re.compile(r"answer interrupted \(about (\d+) output tokens, counted in /cost\)")
+        for term in (one, two):  # the text streamed stays, marked, in every terminal
+            screen = term.wait_for(lambda s: mark.search(s) is not None and prompt_after(s, "answer interrupted"),
+                                   "the interrupted answer and the prompt")
+            assert screen.count("The first paragraph arrives early.") == 1 and "The LAST paragraph" not in screen
+            assert screen.index("The first paragraph") < screen.index("answer interrupted")
+            assert not SPINNER.search(screen), screen
+        estimated = int(mark.search(screen).group(1))
+        assert estimated > 0
+
+        one.send("/cost", "Enter")
+        screen = one.wait_for(lambda s: "1 answer was interrupted while streaming" in s, "/cost's answer")
+        assert re.search(r"1 calls\s+in\s+1200\s+out\s+" + str(estimated) + r"\b", screen), screen
+        cost = musec("cost", sid)
+        assert cost.returncode == 0 and "1 answer was interrupted while streaming" in cost.stdout
+        assert re.search(r"\s1\s+1200\s+0\s+" + str(estimated) + r"\s", cost.stdout), cost.stdout
+        report = musec.json("cost", sid, "--json")
+        assert report["interrupted"] == 1 and report["total_usd"] > 0
+
+        one.send("go on", "Enter")
+        one.wait_for(lambda s: "Going on from there." in s and prompt_after(s, "Going on from there."), "the next answer")
+        # The model is given back what it had said, and told it was cut off.
+        messages = server.requests[1].body["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+        partial = messages[1]["content"][0]["text"]
+        assert partial.startswith("## Streaming now") and "The LAST" not in partial
+        assert [b["text"] for b in messages[2]["content"]] == ["[the person interrupted this answer here]", "go on"]
+        _leave(two)
+        _leave(one)
+        events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+        (cut,) = [e for e in events if e["type"] == "model_response" and e.get("interrupted")]
+        assert cut["interrupted"] == "person" and cut["usage_estimated"] is True and cut["usage"]["input_tokens"] == 1200
+        assert cut["content"] == [{"type": "text", "text": partial}]
+        replay = musec("replay", sid)
+        assert replay.returncode == 0 and "every request re-derived byte for byte" in replay.stdout, replay.stdout
+        # Reopened, the transcript shows the partial answer and its mark.
+        again = terms(f"{BIN / 'musec'} resume {sid}", _env(musec, server), buggy_repo)
+        screen = again.wait_for(lambda s: "Going on from there." in s and prompt_after(s, "Going on from there."), "the resumed transcript")
+        assert "The first paragraph arrives early." in screen and mark.search(screen) is not None
+        assert screen.index("The first paragraph") < screen.index("answer interrupted") < screen.index("› go on")
+        _leave(again)
