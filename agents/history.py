@@ -164,17 +164,7 @@ class History:
                     self._compaction(event)
             case evt.ModelResponse():
                 if event.agent == self.agent:
-                    self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
-                    if event.content or not event.interrupted:  # cut off before any text: nothing said
-                        self.messages.append(Message("assistant", list(event.content)))
-                        self.message_seqs.append(self._seq)
-                    if event.interrupted and event.content:  # the text streamed, then a note that it was cut off
-                        self._user_block(TextBlock(CUT_OFF_NOTES.get(event.interrupted, CUT_OFF_NOTES["person"])))
-                    self.turns += 1
-                    self.turns_since_user += 1
-                    self.tokens_in += int(event.usage.get("input_tokens", 0))
-                    self.tokens_out += int(event.usage.get("output_tokens", 0))
-                    self.cost_usd += float(event.cost_usd)
+                    self._response(event)
             case evt.ToolFinished():
                 if event.agent == self.agent:
                     if isinstance(event.blob, str):
@@ -245,6 +235,21 @@ class History:
             self.messages, self._held, self.message_seqs, self.pinned = [], [], [], []
         self._user_block(TextBlock(approved_message(event)), "instructions")  # the approved plan survives compaction
         self.turns_since_user = 0
+
+    def _response(self, event: evt.ModelResponse) -> None:
+        """The model's message; one cut off while it streamed keeps its text, followed by a
+        note that it was cut off (agents/cutoff.py), and adds no message without text."""
+        self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
+        if event.content or not event.interrupted:
+            self.messages.append(Message("assistant", list(event.content)))
+            self.message_seqs.append(self._seq)
+        if event.interrupted and event.content:
+            self._user_block(TextBlock(CUT_OFF_NOTES.get(event.interrupted, CUT_OFF_NOTES["person"])))
+        self.turns += 1
+        self.turns_since_user += 1
+        self.tokens_in += int(event.usage.get("input_tokens", 0))
+        self.tokens_out += int(event.usage.get("output_tokens", 0))
+        self.cost_usd += float(event.cost_usd)
 
     def _release_held(self) -> None:
         if self._held and not self.unanswered_calls():

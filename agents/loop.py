@@ -315,15 +315,9 @@ class Agent:
                 request_chars=chars, **use.fields(),
             ))
             started = time.monotonic()
-            self._streamed = Streamed()
             try:
                 with anyio.move_on_after(self._wall_left()) as wall:  # made again when the turn goes on
-                    try:
-                        response = await self.provider.complete(request, self._delta)
-                    except anyio.get_cancelled_exc_class():
-                        with anyio.CancelScope(shield=True):
-                            self._record_cut_off("max_wall" if wall.cancel_called else "person", started)
-                        raise
+                    response = await self._complete(request, wall, started)
             except ContextOverflow as exc:
                 if overflowed is not None:  # one compaction and one retry: never a loop
                     return Outcome("error", message=f"{exc}; the request is still over the window after compacting "
@@ -440,6 +434,17 @@ class Agent:
         self.faults.crash_at("mid_model_stream")
         if self._streamed.take(delta):
             await self._on_delta(self.agent_id, delta)
+
+    async def _complete(self, request: ModelRequest, wall: anyio.CancelScope, started: float) -> Any:
+        """The model's answer to ``request``; one cut off (Ctrl-C, Esc, the wall-time limit:
+        ``wall`` cancelled) is recorded as far as it had streamed, then the cancel goes on."""
+        self._streamed = Streamed()
+        try:
+            return await self.provider.complete(request, self._delta)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                self._record_cut_off("max_wall" if wall.cancel_called else "person", started)
+            raise
 
     def _record_cut_off(self, by: Literal["person", "max_wall"], started: float) -> None:
         """Record the part of an answer streamed before it was cut off, and what it cost
