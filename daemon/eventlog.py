@@ -94,6 +94,19 @@ class CrashPoints(Protocol):
     def before_fsync(self) -> None: ...
 
 
+def _printable_strings(value: object) -> object:
+    """``value`` (builtins) with every string made encodable (``printable``)."""
+    from musec.agents.tools.base import printable
+
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(k) if isinstance(k, str) else k: _printable_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_printable_strings(v) for v in value]
+    return value
+
+
 class EventLog:
     """The single writer of one session's log file.
 
@@ -171,8 +184,16 @@ class EventLog:
         return msgspec.structs.replace(event, seq=self.next_seq, ts=round(time.time(), 6))
 
     def encode(self, event: AnyEvent) -> tuple[bytes, str]:
-        """The line (without newline) of a stamped ``event``, redacted, and its ``h``."""
-        body = self.redact.encode(line_fields(event))
+        """The line (without newline) of a stamped ``event``, redacted, and its ``h``.
+
+        A lone surrogate in a string (a file name's byte that is not UTF-8, as ``os.fsdecode``
+        gives it) cannot be UTF-8: such strings are logged as ``tools.base.printable``
+        shows them (``\\xNN`` for the byte) rather than fail the append and the session."""
+        fields = line_fields(event)
+        try:
+            body = self.redact.encode(fields)
+        except UnicodeEncodeError:
+            body = self.redact.encode(_printable_strings(fields))
         h = chain_hash(self.last_h, body)
         return body[:-1] + b',"h":"' + h.encode("ascii") + b'"}', h
 
