@@ -25,8 +25,13 @@ and, optionally, a JSON object on stdout:
   instead). Plain text on stdout is added context for SessionStart, UserPromptSubmit,
   PreCompact (summary instructions) and PostCompact.
 - exit 2: block; stderr is the reason.
-- any other exit, a timeout, or a hook that cannot start: an error, logged, that blocks
-  nothing.
+- any other exit, a timeout, a hook that cannot start, stdout that starts with ``{`` but is
+  not a JSON object, or an unknown ``decision``: an error (``decision`` ``error`` or
+  ``timeout``). A PreToolUse hook exists to gate calls, so there an error fails closed:
+  the call is blocked and the model is told which hook failed and why (a guard that hangs
+  must not let every call through; a project's PreToolUse hook whose files changed since
+  trust blocks too). At every other point an error blocks nothing. Every error, timeout
+  and block is logged (``hook_ran``) and shown in the terminal.
 
 Hooks run one after another in configuration order (the person's first), in the sandbox
 with the workspace's permissions (``bwrap_argv``), stdin the JSON, the working directory the
@@ -49,12 +54,14 @@ from .core.errors import ConfigError
 from .core.events import UNSET, HookRan
 from .tools.base import SandboxPolicy
 
-__all__ = ["EVENTS", "TOOL_EVENTS", "HookOutcome", "HookResult", "HookSpec", "Hooks", "parse_hooks"]
+__all__ = ["EVENTS", "FAIL_CLOSED_EVENTS", "TOOL_EVENTS", "HookOutcome", "HookResult", "HookSpec", "Hooks", "parse_hooks"]
 
 EVENTS = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest",
           "Stop", "AgentStart", "AgentStop", "PreCompact", "PostCompact", "WorktreeCreate", "WorktreeRemove")
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PermissionRequest"})
 _TEXT_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreCompact", "PostCompact"})
+FAIL_CLOSED_EVENTS = frozenset({"PreToolUse"})  # a hook that cannot answer here blocks the call
+_ALLOW_DECISIONS = (None, "allow", "approve", "continue")
 DEFAULT_TIMEOUT_S = 60.0
 MAX_TIMEOUT_S = 600.0
 MAX_CAPTURE_BYTES = 64 * 1024
@@ -134,8 +141,10 @@ def parse_hooks(table: object, *, source: str, origin: str) -> list[HookSpec]:
 class HookResult:
     """One hook's run.
 
-    ``decision``: ``allow``, ``block``, ``error`` (failed, blocks nothing), ``timeout``
-    or ``untrusted`` (a project hook whose files changed since trust: not run).
+    ``decision``: ``allow``, ``block``, ``error`` (failed or answered malformed JSON),
+    ``timeout`` or ``untrusted`` (a project hook whose files changed since trust: not
+    run). The last three block the call at a ``FAIL_CLOSED_EVENTS`` point, nothing
+    elsewhere.
     """
 
     hook: HookSpec
@@ -180,12 +189,16 @@ def _answer(event: str, exit_status: int | None, stdout: str, stderr: str) -> tu
     if exit_status != 0:
         return "error", f"exit status {exit_status}: {stderr.strip()[-500:]}", "", None
     text = stdout.strip()
-    try:
-        answer = json.loads(text) if text.startswith("{") else None
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
+    if not text.startswith("{"):
         return "allow", "", text[:MAX_REASON_CHARS] if event in _TEXT_CONTEXT_EVENTS else "", None
+    try:
+        answer = json.loads(text)
+    except ValueError as exc:
+        return "error", f"the answer is not valid JSON ({exc.msg} at character {exc.pos}): {text[:200]}", "", None
+    if not isinstance(answer, dict):
+        return "error", f"the answer is not a JSON object: {text[:200]}", "", None
+    if answer.get("decision") not in (*_ALLOW_DECISIONS, "block"):
+        return "error", f'unknown decision {answer.get("decision")!r}; answer "block" or leave it out', "", None
     context = answer.get("additional_context")
     context = context[:MAX_REASON_CHARS] if isinstance(context, str) else ""
     updated = answer.get("updated_input")
@@ -255,6 +268,11 @@ class Hooks:
                 outcome.updated_input = result.updated_input
             if result.decision == "block":
                 outcome.blocked, outcome.reason = True, result.reason
+                break
+            if result.decision != "allow" and event in FAIL_CLOSED_EVENTS:
+                outcome.blocked = True
+                outcome.reason = f"the {event} hook `{hook.command}` failed ({result.decision}: {result.reason}), " \
+                                 "and a guard that cannot answer blocks the call"
                 break
         return outcome
 

@@ -93,6 +93,7 @@ def how_to_approve(verdict: Verdict, mode: str, always: list[str] | None = None)
 
 # ``ask(agent_id, call, tool) -> (decision, by)``: decision is allow/deny/always;
 # raises NeedsApproval when no person can answer.
+MAX_STOP_HOOK_SENDS = 3  # Stop hooks send the agent back at most this many times in a row
 AskApproval = Callable[[str, ToolCallBlock, Tool], Awaitable[tuple[str, str]]]
 OnDelta = Callable[[str, TextDelta], Awaitable[None]]
 
@@ -204,7 +205,7 @@ class Agent:
         # AGENTS.md files of subdirectories, added when a file under them is first touched.
         self.hooks: Any = None
         self.subdirs: Any = None
-        self._stop_hook_active = False
+        self._stop_hook_sends = 0  # consecutive Stop-hook sends back (MAX_STOP_HOOK_SENDS)
         # The log's redaction of a request (set by the daemon): a model_request's digest is
         # of the request as its redacted log rebuilds it, so replay checks it exactly.
         self.stored_request: Callable[[ModelRequest], ModelRequest] | None = None
@@ -663,15 +664,29 @@ class Agent:
         return msgspec.structs.replace(output, content=f"{output.content}\n\n{notes}")
 
     async def _hook_stop(self, last_text: str) -> bool:
-        """Stop: whether a hook sent the agent back to work (its reason becomes user text)."""
+        """Stop: whether a hook sent the agent back to work (its reason becomes user text).
+
+        The hooks get ``stop_hook_active`` true while the agent is working on because a Stop
+        hook sent it back; after ``MAX_STOP_HOOK_SENDS`` such sends in a row the agent stops
+        anyway (a hook that always blocks must not run the model to ``--max-turns``), and
+        says so."""
         if self.hooks is None:
             return False
-        outcome = await self.hooks.run("Stop", {"stop_hook_active": self._stop_hook_active, "last_message": last_text},
+        outcome = await self.hooks.run("Stop", {"stop_hook_active": self._stop_hook_sends > 0, "last_message": last_text},
                                        agent=self.agent_id)
-        self._stop_hook_active = outcome.blocked
-        if outcome.blocked:
-            self.record(ev.HookContext(hook_event="Stop", text=f"[a Stop hook sent you back to work: {outcome.reason}]"))
-        return outcome.blocked
+        if not outcome.blocked:
+            self._stop_hook_sends = 0
+            return False
+        if self._stop_hook_sends >= MAX_STOP_HOOK_SENDS:
+            self._stop_hook_sends = 0
+            self.record(ev.HookContext(hook_event="Stop", text=(
+                f"[a Stop hook asked again to go on ({outcome.reason}), but Stop hooks already sent you back "
+                f"{MAX_STOP_HOOK_SENDS} times in a row: stopped here]")))
+            return False
+        self._stop_hook_sends += 1
+        self.record(ev.HookContext(hook_event="Stop", text=(
+            f"[a Stop hook sent you back to work ({self._stop_hook_sends}/{MAX_STOP_HOOK_SENDS}): {outcome.reason}]")))
+        return True
 
     def _add_subdir_instructions(self, tool: Tool, call: ToolCallBlock) -> None:
         """The AGENTS.md files of directories a read or edit first reached, as events."""

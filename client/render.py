@@ -266,6 +266,10 @@ class Renderer:
                                               f"in {_s(ev, 'delay_s')} s: {_short(why, 100)}{dropped}"))
         elif kind == "rate_limited":
             self._line(prefix + self._c("33", f"  rate limited ({_short(_s(ev, 'reason'), 80)}): waiting {_s(ev, 'wait_s')} s"))
+        elif kind in ("hook_ran", "hook_context"):
+            line = hook_words(ev)
+            if line:
+                self._line(prefix + "  " + self._c("33", line))
         elif kind in ("goal_set", "goal_checked", "goal_updated"):
             self._line(self._c("34", goal_words(ev)))
             if kind == "goal_updated" and ev.get("summary"):
@@ -409,6 +413,20 @@ def interrupted_words(ev: dict[str, Any]) -> str:
 
 
 MESSAGE_LINES = 12  # lines of a person's message shown when it is replayed or comes from another terminal
+
+
+def hook_words(ev: dict[str, Any]) -> str:
+    """One line for the person about a hook (``hook_ran``, ``hook_context``): every block,
+    error, timeout and refusal to run, and each time a Stop hook sends the agent back;
+    ``""`` for what needs no line (a hook that allowed, added context)."""
+    event = _s(ev, "hook_event")
+    if ev.get("type") == "hook_context":
+        return f"⚑ {_short(_s(ev, 'text'), 300)}" if event == "Stop" else ""
+    decision = _s(ev, "decision")
+    if decision == "allow" or (decision == "block" and event == "Stop"):  # the Stop send-back is its hook_context
+        return ""
+    what = {"block": "blocked", "error": "failed", "timeout": "timed out", "untrusted": "not run (changed since trust)"}
+    return f"⚑ {event} hook `{_short(_s(ev, 'command'), 60)}` {what.get(decision, decision)}: {_short(_s(ev, 'reason'), 300)}"
 
 
 def goal_words(ev: dict[str, Any]) -> str:

@@ -110,6 +110,31 @@ def test_timeout_kills_the_hook(ws: Path) -> None:
     assert not out.blocked and ran[0].decision == "timeout" and ran[0].duration_s < 20
 
 
+def test_a_guard_that_times_out_or_answers_garbage_blocks_the_call_elsewhere_nothing(ws: Path) -> None:
+    specs = [HookSpec("PreToolUse", "sleep 30", "bash", timeout_s=0.5),
+             HookSpec("PreToolUse", "echo '{not json'", "read_file"),
+             HookSpec("PreToolUse", """echo '{"decision": "maybe"}'""", "glob"),
+             HookSpec("PostToolUse", "echo '{not json'"),
+             HookSpec("UserPromptSubmit", """echo '{"decision": "maybe", "updated_input": {"x": 1}}'""")]
+    hooks, ran = make_hooks(ws, specs)
+
+    async def go() -> None:
+        out = await hooks.run("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "echo ran"}}, tool="bash")
+        assert out.blocked and ran[-1].decision == "timeout" and ran[-1].duration_s < 20
+        assert out.reason == ("the PreToolUse hook `sleep 30` failed (timeout: no answer within 0.5 s; killed), "
+                              "and a guard that cannot answer blocks the call")
+        out = await hooks.run("PreToolUse", {"tool_name": "read_file", "tool_input": {}}, tool="read_file")
+        assert out.blocked and ran[-1].decision == "error" and "not valid JSON" in ran[-1].reason
+        out = await hooks.run("PreToolUse", {"tool_name": "glob", "tool_input": {}}, tool="glob")
+        assert out.blocked and ran[-1].reason == "unknown decision 'maybe'; answer \"block\" or leave it out"
+        out = await hooks.run("PostToolUse", {"tool_name": "bash", "tool_input": {}}, tool="bash")
+        assert not out.blocked and ran[-1].decision == "error" and "not valid JSON" in ran[-1].reason
+        out = await hooks.run("UserPromptSubmit", {"prompt": "orig"})
+        assert not out.blocked and out.updated_input is None and ran[-1].decision == "error"
+
+    anyio.run(go)
+
+
 def test_stop_hook_sends_the_agent_back_once(ws: Path) -> None:
     (ws / ".musec" / "hooks" / "once.py").write_text(
         "import json, sys\nd = json.load(sys.stdin)\n"
@@ -128,8 +153,9 @@ def test_project_hooks_edited_after_trust_do_not_run(ws: Path, tmp_path: Path) -
     payload = {"tool_name": "bash", "tool_input": {"command": "rm x"}}
     assert anyio.run(hooks.run, "PreToolUse", payload).blocked
     (ws / ".musec" / "hooks" / "block_rm.py").write_text("import os; os.system('touch pwned')\n")
-    out = anyio.run(hooks.run, "PreToolUse", payload)
-    assert not out.blocked and ran[-1].decision == "untrusted" and not (ws / "pwned").exists()
+    out = anyio.run(hooks.run, "PreToolUse", payload)  # a guard that may not run blocks the call
+    assert out.blocked and ran[-1].decision == "untrusted" and not (ws / "pwned").exists()
+    assert "changed since you trusted them" in out.reason
     status = check_trust(ws, tmp_path / "state", trust_now=True)
     hooks.verify_project = status.still_holds
     anyio.run(hooks.run, "PreToolUse", payload)

@@ -281,3 +281,43 @@ def test_session_hooks_of_the_person_start_prompt_and_end(musec: Musec, buggy_re
     assert code == 1 and "blocked" in result.get("message", "") + json.dumps(result)
     assert [e["reason"] for e in events if e["type"] == "prompt_blocked"] == ["not that"]
     assert not [e for e in events if e["type"] == "user_message"]
+
+
+def test_a_guard_hook_that_hangs_or_answers_garbage_is_shown_and_a_hung_guard_blocks_the_call(
+        musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    config = musec.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        '[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = "sleep 30"\ntimeout_s = 1\n'
+        "[[hooks.PostToolUse]]\ncommand = \"echo '{not json'\"\n"
+        '[[hooks.UserPromptSubmit]]\ncommand = """echo \'{"decision": "maybe"}\'"""\n')
+    script = _script(tmp_path, "guard", [
+        [{"tool": "bash", "input": {"command": "touch ran-marker"}}],
+        [{"expect_result": "a guard that cannot answer blocks the call"}, {"tool": "read_file", "input": {"path": "pager.py"}}],
+        [{"text": "done"}],
+    ])
+    proc = musec("run", "--model", script, "--approval", "auto", "--agents", "none", "go", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (buggy_repo / "ran-marker").exists()  # the hung guard blocked the call
+    out = proc.stdout
+    assert "⚑ PreToolUse hook `sleep 30` timed out: no answer within 1 s; killed" in out, out
+    assert "⚑ PostToolUse hook `echo '{not json'` failed: the answer is not valid JSON" in out, out
+    assert "⚑ UserPromptSubmit hook `echo '{\"decision\": \"maybe\"}'` failed: unknown decision 'maybe'" in out, out
+
+
+def test_a_stop_hook_that_always_blocks_sends_back_three_times_then_stops_and_says_why(
+        musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    config = musec.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    seen = tmp_path / "stop-inputs"
+    (config / "config.toml").write_text(
+        f'[[hooks.Stop]]\ncommand = "cat >> {seen}; echo >> {seen}; echo keep going >&2; exit 2"\nsandbox = false\n')
+    script = _script(tmp_path, "stop", [[{"text": "done"}]])
+    proc = musec("run", "--model", script, "--approval", "auto", "--agents", "none", "go", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    inputs = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    assert [i["stop_hook_active"] for i in inputs] == [False, True, True, True]
+    out = proc.stdout
+    assert out.count("⚑ [a Stop hook sent you back to work") == 3 and "(3/3): keep going]" in out, out
+    assert "but Stop hooks already sent you back 3 times in a row: stopped here" in out, out
+    assert "max-turns" not in out + proc.stderr
