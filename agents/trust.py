@@ -13,6 +13,14 @@ until the person trusts the new content. A workspace listed in the person's
 headless runs need ``--trust``, a matching record or that config entry. What a session
 runs is what was trusted: callers keep the manifest's hashes (``TrustStatus.items``) and
 check a file against them before running it (``TrustStatus.unchanged``).
+
+Trust covers exactly the files of the manifest, nothing they name: a script elsewhere in
+the repository that a hook or an ``.mcp.json`` server runs (``python3 scripts/x.py``) is not
+hashed, so a change to it asks nothing again. Reading command lines to find the files they
+run could never be exact (interpreters, imports, ``-m`` modules, shell expansion), so the
+prompt says so plainly instead, and what those commands run is confined the same way
+whatever it holds: project hooks and project MCP servers always run in the session's
+sandbox (``agents.hooks``, ``agents.mcp.server``), like the agent's own ``bash`` calls.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ class Item:
     def describe(self) -> str:
         what = {"config": "project config: permission rules and hooks", "hook": "hook: runs as a command",
                 "skill": "skill: instructions and files for the model",
-                "command": "custom command: a prompt for /NAME", "mcp": "MCP servers: started as commands"}[self.kind]
+                "command": "custom command: a prompt for /NAME", "mcp": "MCP servers: started as commands, in the sandbox"}[self.kind]
         extra = " (executable)" if self.executable and self.kind != "hook" else ""
         link = f" -> {_shown(self.link)}" if self.link else ""
         return f"{_shown(self.path)}{link} ({what}){extra}"
@@ -211,7 +219,9 @@ class TrustStatus:
         """One line for the person: what is untrusted and everything that would apply."""
         why = "changed since you trusted it" if self.state == "changed" else "not trusted"
         listing = "; ".join(i.describe() for i in self.items)
-        return f"workspace {self.workspace} is {why}; trusting it applies: {listing}"
+        return (f"workspace {self.workspace} is {why}; trusting it applies: {listing}. Trust covers these files "
+                f"only, not the scripts they run from elsewhere in the repository (those run in the sandbox, and "
+                f"can change without a new question)")
 
     def note(self) -> str:
         """One line for a headless run whose project files are ignored ("" when none are)."""

@@ -53,9 +53,11 @@ def attach_extensions(deps: Any, session: Session, req: p.StartSession, agent: A
             session.fanout.lifecycle = session.lifecycle
     if ext.mcp:
         from musec.agents.mcp import McpManager
+        from musec.agents.tools.sandbox import find_bwrap
 
+        # A project's servers run in the session's sandbox, like its hooks (agents.mcp.server).
         session.mcp = McpManager(ext.mcp, workspace=workspace, environment=dict(req.environment),
-                                 on_event=session.record)
+                                 on_event=session.record, sandbox=agent.ctx.sandbox, bwrap=find_bwrap())
         session.log.redact.add(session.mcp.secret_values())
 
 
@@ -113,7 +115,11 @@ async def inspect_workspace(config_dir: Path, state_dir: Path, msg: p.InspectWor
         raise BadRequest(str(exc)) from exc
     servers = [p.McpServerInfo(s.name, s.transport, s.source, "not started") for s in ext.mcp]
     if msg.start_mcp and ext.mcp:
-        manager = McpManager(ext.mcp, workspace=workspace, environment=dict(msg.environment), on_event=lambda event: None)
+        from musec.agents.tools.sandbox import find_bwrap
+
+        # A project's servers start in the default sandbox (no network), as in a session.
+        manager = McpManager(ext.mcp, workspace=workspace, environment=dict(msg.environment), on_event=lambda event: None,
+                             bwrap=find_bwrap())
         async with anyio.create_task_group() as tg:
             await tg.start(manager.run)
             await manager.wait_ready()

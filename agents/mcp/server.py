@@ -8,6 +8,14 @@ with an error, and the server is started again after 0.5 s, 1 s, 2 s ... (at mos
 ``max_restarts`` times in a row without a successful start). The SDK (``mcp`` >= 2) is
 imported only when a server starts.
 
+A project's stdio server (``.mcp.json`` of a trusted workspace) is a command the repository
+supplies, so it runs like a project hook: in the session's sandbox (``bwrap_argv`` with the
+session's policy: the workspace writable, the rest of the file system read-only, a private
+/tmp, the network as the session's net rules allow), its environment scrubbed of
+credentials; where no bubblewrap is found it does not start. Only the person's own servers
+(``config.toml``) run unsandboxed, and every server runs unsandboxed when the person chose
+``--sandbox off``.
+
 Events (``on_event(event)``; the session logs them): ``McpServerStarted``,
 ``McpServerRestarting``, ``McpServerFailed`` (``agents.core.events``). Fields never hold an expanded ``${VAR}``; ``secret_values`` lists
 those values for the log's redactor in case a server echoes one.
@@ -26,6 +34,7 @@ from typing import Any
 import anyio
 
 from ..core.events import McpServerFailed, McpServerRestarting, McpServerStarted
+from ..tools.base import SandboxPolicy
 from .config import ServerSpec, expanded
 
 __all__ = ["McpManager", "McpServer", "ToolInfo"]
@@ -33,6 +42,7 @@ __all__ = ["McpManager", "McpServer", "ToolInfo"]
 OnEvent = Callable[[McpServerStarted | McpServerRestarting | McpServerFailed], object]
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that is gone (mcp_types.CONNECTION_CLOSED)
 MAX_RESULT_CHARS = 200_000
+_DEFAULT_SANDBOX = SandboxPolicy()
 
 
 @dataclass(frozen=True)
@@ -96,11 +106,18 @@ class McpServer:
         on_event: receives the lifecycle events.
         max_restarts: consecutive failed starts before the server is given up.
         backoff_s: the first restart delay; it doubles each time, up to 30 s.
+        sandbox: the session's sandbox policy, for a project's stdio server (``mode="off"``:
+            unsandboxed, only because the person chose ``--sandbox off``).
+        bwrap: the bubblewrap executable (``None``: not available; a project's stdio server
+            then does not start).
     """
 
     def __init__(self, spec: ServerSpec, *, workspace: Path, environment: Mapping[str, str], on_event: OnEvent,
-                 max_restarts: int = 5, backoff_s: float = 0.5) -> None:
+                 max_restarts: int = 5, backoff_s: float = 0.5, sandbox: SandboxPolicy = _DEFAULT_SANDBOX,
+                 bwrap: str | None = None) -> None:
         self.spec = spec
+        self.sandbox = sandbox
+        self.bwrap = bwrap
         self.workspace = workspace
         self._environment = dict(environment)
         self.on_event = on_event
@@ -137,7 +154,30 @@ class McpServer:
             if self.state != "failed":
                 self.state = "stopped"
 
+    @property
+    def sandboxed(self) -> bool:
+        """Whether this server runs in the sandbox (a project's stdio server, unless the
+        person chose ``--sandbox off``)."""
+        return self.spec.source != "user" and self.spec.transport == "stdio" and self.sandbox.mode != "off"
+
+    def _sandboxed_argv(self, params: dict[str, Any], cwd: Path) -> list[str]:
+        """``bwrap`` argv running the server's command under the session's policy, in ``cwd``.
+
+        Raises:
+            SandboxUnavailable: the policy's read deny rules cannot be applied.
+        """
+        from ..tools.sandbox import bwrap_argv
+
+        env = {**self._environment, **params["env"]}  # scrubbed of credentials by bwrap_argv
+        command = [params["command"], *params["args"]]
+        if os.path.realpath(cwd) != os.path.realpath(self.workspace):  # bwrap starts it in the workspace
+            command = ["/bin/sh", "-c", 'cd "$0" && exec "$@"', os.path.realpath(cwd), *command]
+        return bwrap_argv(self.sandbox, self.workspace, env, command, bwrap=self.bwrap or "bwrap")
+
     async def _supervise(self) -> None:
+        if self.sandboxed and self.bwrap is None:
+            self._give_up("a project's MCP server runs in the sandbox, and no bubblewrap was found; install bubblewrap")
+            return
         attempt = 0
         while True:
             try:
@@ -188,6 +228,9 @@ class McpServer:
         from mcp.client.stdio import StdioServerParameters
 
         cwd = (self.workspace / self.spec.cwd) if self.spec.cwd else self.workspace
+        if self.sandboxed:
+            argv = self._sandboxed_argv(params, cwd)
+            return StdioServerParameters(command=argv[0], args=argv[1:], env={}, cwd=str(self.workspace))
         return StdioServerParameters(command=params["command"], args=params["args"], env=params["env"], cwd=str(cwd))
 
     async def _connected(self, params: dict[str, Any]) -> bool:
@@ -286,13 +329,14 @@ class McpManager:
 
     Args:
         specs: the servers (the person's and, in a trusted workspace, the project's).
-        workspace, environment, on_event: as for ``McpServer``.
+        workspace, environment, on_event, sandbox, bwrap: as for ``McpServer``.
     """
 
     def __init__(self, specs: Sequence[ServerSpec], *, workspace: Path, environment: Mapping[str, str],
-                 on_event: OnEvent, backoff_s: float = 0.5) -> None:
+                 on_event: OnEvent, backoff_s: float = 0.5, sandbox: SandboxPolicy = _DEFAULT_SANDBOX,
+                 bwrap: str | None = None) -> None:
         self.servers = {s.name: McpServer(s, workspace=workspace, environment=environment, on_event=on_event,
-                                          backoff_s=backoff_s) for s in specs}
+                                          backoff_s=backoff_s, sandbox=sandbox, bwrap=bwrap) for s in specs}
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run every server until cancelled (the session ends); the SDK stops each one."""

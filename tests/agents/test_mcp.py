@@ -4,6 +4,7 @@ tool listing, calls, a crash mid-session and the restart, secrets kept out of ev
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -241,3 +242,71 @@ def test_http_server_that_goes_away_is_reconnected(server_py: Path, tmp_path: Pa
             proc.kill()
             proc.wait()
     assert events.count("mcp_server_started") >= 2 and "mcp_server_restarting" in events
+
+
+PROBE = textwrap.dedent('''
+    import os, sys
+    from pathlib import Path
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("probe")
+    tried = {}
+    for name in ("inside", "outside"):
+        try:
+            Path(os.environ["PROBE_" + name.upper()]).write_text("written")
+            tried[name] = "written"
+        except OSError as exc:
+            tried[name] = type(exc).__name__
+
+    @app.tool()
+    def probe() -> str:
+        """What the server could write, and where it runs."""
+        return f"{tried['inside']} {tried['outside']} cwd={os.getcwd()} token={os.environ.get('PROBE_TOKEN', '-')}"
+
+    if __name__ == "__main__":
+        app.run()
+''')
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)")
+def test_a_projects_stdio_server_runs_in_the_sandbox_and_the_persons_own_does_not(tmp_path: Path) -> None:
+    from musec.agents.tools.base import SandboxPolicy
+    from musec.agents.tools.sandbox import find_bwrap
+
+    ws = (tmp_path / "ws").resolve()
+    (ws / "sub").mkdir(parents=True)
+    (ws / "probe.py").write_text(PROBE)
+    outside = tmp_path.resolve() / "outside"
+    outside.mkdir()
+    results: dict[str, str] = {}
+    for source in ("project", "user"):
+        env = {"PROBE_INSIDE": str(ws / f"inside-{source}"), "PROBE_OUTSIDE": str(outside / f"escaped-{source}"),
+               "PROBE_TOKEN": "tok-abc"}
+        spec = ServerSpec("probe", "stdio", command=sys.executable, args=("../probe.py",), cwd="sub", env=env,
+                          source=source)
+        manager = McpManager([spec], workspace=ws, environment={"PATH": "/usr/bin:/bin"}, on_event=lambda e: None,
+                             sandbox=SandboxPolicy(), bwrap=find_bwrap())
+
+        async def body(manager: McpManager = manager, source: str = source) -> None:
+            assert manager.status()[0]["state"] == "running", manager.status()
+            results[source] = (await manager.servers["probe"].call("probe", {}))[0]
+
+        anyio.run(_session, manager, body)
+    inside, escaped, cwd, token = results["project"].split()
+    assert (inside, cwd, token) == ("written", f"cwd={ws / 'sub'}", "token=-")  # credentials scrubbed too
+    assert escaped in ("PermissionError", "FileNotFoundError", "OSError")  # read-only, or the private /tmp
+    assert (ws / "inside-project").exists() and not (outside / "escaped-project").exists()
+    assert results["user"] == f"written written cwd={ws / 'sub'} token=tok-abc"  # the person's own: unsandboxed
+    assert (outside / "escaped-user").exists()
+
+
+def test_a_projects_stdio_server_does_not_start_without_a_sandbox(tmp_path: Path) -> None:
+    spec = ServerSpec("probe", "stdio", command="touch", args=(str(tmp_path / "ran"),), source="project")
+    manager = McpManager([spec], workspace=tmp_path, environment={}, on_event=lambda e: None, bwrap=None)
+
+    async def body() -> None:
+        status = manager.status()[0]
+        assert status["state"] == "failed" and "no bubblewrap was found" in status["error"]
+
+    anyio.run(_session, manager, body)
+    assert not (tmp_path / "ran").exists()

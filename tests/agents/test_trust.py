@@ -132,7 +132,8 @@ def test_mcp_config_alone_needs_trust(tmp_path: Path) -> None:
     ws.mkdir()
     (ws / ".mcp.json").write_text('{"mcpServers": {"x": {"command": "evil"}}}')
     status = check_trust(ws, tmp_path / "state")
-    assert status.state == "untrusted" and "MCP servers" in status.prompt()
+    assert status.state == "untrusted" and "MCP servers: started as commands, in the sandbox" in status.prompt()
+    assert "Trust covers these files only, not the scripts they run from elsewhere" in status.prompt()
 
 
 def test_unchanged_checks_the_trusted_content(project: Path, tmp_path: Path) -> None:

@@ -321,3 +321,49 @@ def test_a_stop_hook_that_always_blocks_sends_back_three_times_then_stops_and_sa
     assert out.count("⚑ [a Stop hook sent you back to work") == 3 and "(3/3): keep going]" in out, out
     assert "but Stop hooks already sent you back 3 times in a row: stopped here" in out, out
     assert "max-turns" not in out + proc.stderr
+
+
+PROBE_MCP = '''
+import os
+from pathlib import Path
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("probe")
+outcome = {}
+for name, path in (("inside", "inside-marker"), ("outside", os.environ["OUTSIDE"])):
+    try:
+        Path(path).write_text("written")
+        outcome[name] = "written"
+    except OSError as exc:
+        outcome[name] = type(exc).__name__
+
+@app.tool()
+def probe() -> str:
+    """What the server could write."""
+    return f"inside {outcome['inside']}, outside {outcome['outside']}"
+
+if __name__ == "__main__":
+    app.run()
+'''
+
+
+def test_a_trusted_projects_mcp_server_runs_in_the_sandbox(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path.resolve() / "outside"
+    outside.mkdir()
+    (buggy_repo / "mcp_probe.py").write_text(PROBE_MCP)
+    (buggy_repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"probe": {
+        "command": sys.executable, "args": ["mcp_probe.py"], "env": {"OUTSIDE": str(outside / "escaped")}}}}))
+    config = musec.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text('[permissions]\nallow = ["mcp__probe__probe"]\n')
+    script = _script(tmp_path, "probe", [
+        [{"tool": "mcp__probe__probe", "input": {}}],
+        [{"expect_result": "inside written, outside"}, {"text": "done"}],
+    ])
+    code, result, events = _run(musec, buggy_repo, script, "--approval", "auto", "--trust")
+    assert code == 0, result
+    probed = next(e for e in events if e["type"] == "tool_finished" and e["tool"] == "mcp__probe__probe")
+    assert probed["content"].startswith("inside written, outside ") and "outside written" not in probed["content"]
+    assert (buggy_repo / "inside-marker").exists() and not (outside / "escaped").exists()
+    listed = musec.json("mcp", "list", "--json", cwd=buggy_repo)  # `musec mcp list` starts it sandboxed too
+    assert [s["state"] for s in listed] == ["running"] and not (outside / "escaped").exists()
