@@ -16,8 +16,10 @@ events (PreToolUse, PostToolUse, PermissionRequest); elsewhere a hook always run
 
 A hook gets one JSON object on stdin: ``hook_event_name``, ``session_id``, ``cwd``,
 ``agent_id`` and the point's own fields (``tool_name``, ``tool_input``,
-``tool_response``, ``prompt``, ``stop_hook_active``, ...). It answers with its exit code
-and, optionally, a JSON object on stdout:
+``tool_response``, ``prompt``, ``stop_hook_active``, ...; ``stop_hook_active`` is true
+while the agent works on because a Stop hook sent it back, which it does at most
+``agents.loop.MAX_STOP_HOOK_SENDS`` times in a row). It answers with its exit code and,
+optionally, a JSON object on stdout:
 
 - exit 0: go on. A JSON answer may hold ``decision: "block"`` with ``reason`` (the call,
   prompt or stop is refused and the reason goes to the model), ``additional_context``
