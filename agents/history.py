@@ -123,6 +123,24 @@ class History:
         self.clock.tick(event)
         self._seq = event.seq
         match event:
+            case evt.ModelResponse():
+                if event.agent == self.agent:
+                    self._response(event)
+            case evt.ToolFinished():
+                if event.agent == self.agent:
+                    if isinstance(event.blob, str):
+                        self.result_blobs[event.call_id] = event.blob
+                    content = event.content
+                    if is_untrusted_result(event):
+                        content = mark_untrusted(event.tool, content, self.stored(content) if self.stored else None)
+                    self._user_block(ToolResultBlock(event.call_id, content, bool(event.is_error)))
+                    self._release_held()
+            case evt.ModelRequest():
+                if event.agent == self.agent:
+                    chars = event.request_chars if isinstance(event.request_chars, int) else 0
+                    self.context.on_request(event.provider, chars)
+            case evt.ToolStarted():
+                pass  # the most frequent types first: each class pattern tried is an isinstance (issue 19)
             case evt.AgentMessage():
                 if event.to != self.agent:
                     return
@@ -144,10 +162,6 @@ class History:
             case evt.SessionResumed():
                 if event.continues and event.agent == self.agent:  # a stopped turn gone on with: counted afresh
                     self._afresh(event.ts)
-            case evt.ModelRequest():
-                if event.agent == self.agent:
-                    chars = event.request_chars if isinstance(event.request_chars, int) else 0
-                    self.context.on_request(event.provider, chars)
             case evt.ModelSwitched():
                 if event.agent == self.agent:
                     self.messages, _ = convert_history(self.messages)
@@ -162,18 +176,6 @@ class History:
             case evt.CompactionStarted() | evt.CompactionFinished():
                 if event.agent == self.agent:
                     self._compaction(event)
-            case evt.ModelResponse():
-                if event.agent == self.agent:
-                    self._response(event)
-            case evt.ToolFinished():
-                if event.agent == self.agent:
-                    if isinstance(event.blob, str):
-                        self.result_blobs[event.call_id] = event.blob
-                    content = event.content
-                    if is_untrusted_result(event):
-                        content = mark_untrusted(event.tool, content, self.stored(content) if self.stored else None)
-                    self._user_block(ToolResultBlock(event.call_id, content, bool(event.is_error)))
-                    self._release_held()
             case evt.PlanStarted() | evt.PlanApproved():
                 if event.agent == self.agent:
                     self._plan(event)
@@ -183,7 +185,7 @@ class History:
                     self._user_block(ToolResultBlock(event.call_id, text, True))
                     self._release_held()
             case (evt.SessionStarted() | evt.LogRepaired() | evt.SessionEnded()
-                  | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged() | evt.ToolStarted()
+                  | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged()
                   | evt.FileEditStarted() | evt.FileEdited() | evt.AgentSpawned() | evt.AgentFailed() | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration()
                   | evt.IntegrationApplied() | evt.TestRun() | evt.BaselineSnapshot() | evt.RepoMap() | evt.Review() | evt.KernelEvaluated() | evt.PlanProposed() | evt.GrillRound()
                   | evt.NetConnection() | evt.HookRan() | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting()

@@ -300,17 +300,18 @@ class Counters:
                 for k, v in event.usage.items():
                     if isinstance(v, int):
                         self.usage[k] = self.usage.get(k, 0) + v
+            case evt.ToolStarted():
+                self.tool_calls += 1
+            case evt.ModelRequest() | evt.ToolFinished():
+                pass  # the most frequent types first: each class pattern tried is an isinstance (issue 19)
             case evt.UserMessage():
                 if event.client_msg_id:
                     self.client_msg_ids.add(event.client_msg_id)
             case evt.SkillLoaded():
                 self.skills_loaded.add(event.name)
-            case evt.ToolStarted():
-                self.tool_calls += 1
             case (evt.ModelSwitched() | evt.ToolResultsCleared()
-                  | evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.AgentMessage()
-                  | evt.ModelRequest() | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged()
-                  | evt.FileEditStarted() | evt.FileEdited() | evt.ToolFinished() | evt.ToolInterrupted() | evt.AgentSpawned() | evt.AgentFailed()
+                  | evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.AgentMessage() | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged()
+                  | evt.FileEditStarted() | evt.FileEdited() | evt.ToolInterrupted() | evt.AgentSpawned() | evt.AgentFailed()
                   | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration() | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap()
                   | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
                   | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound() | evt.NetConnection() | evt.InstructionsAdded()

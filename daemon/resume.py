@@ -65,6 +65,8 @@ class ResumeState:
         self.events += 1
         self.fanout.apply(event)
         match event:
+            case evt.ModelRequest() | evt.ModelResponse():
+                pass  # the most frequent types first: each class pattern tried is an isinstance (issue 19)
             case evt.ToolStarted():
                 self.open_calls[event.call_id] = event
             case evt.ToolFinished() | evt.ToolInterrupted():
@@ -88,8 +90,7 @@ class ResumeState:
                 self.last_stop = event.exit_reason
             case evt.ApprovalModeChanged():
                 self.approval = event.approval
-            case (evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.SessionEnded() | evt.AgentMessage() | evt.ModelRequest()
-                  | evt.ModelResponse() | evt.ModelSwitched() | evt.ToolResultsCleared() | evt.ModelRetry() | evt.RateLimited()
+            case (evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.SessionEnded() | evt.AgentMessage() | evt.ModelSwitched() | evt.ToolResultsCleared() | evt.ModelRetry() | evt.RateLimited()
                   | evt.AgentSpawned() | evt.AgentFailed() | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration()
                   | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap() | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
                   | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound()

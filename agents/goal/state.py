@@ -92,6 +92,11 @@ class GoalState:
         if self.active:
             self.clock.tick(event)
         match event:
+            case evt.ModelRequest() | evt.ToolStarted() | evt.ToolFinished():
+                pass  # the most frequent types first: each class pattern tried is an isinstance (issue 19)
+            case evt.ModelResponse():
+                if self.active:
+                    self._response(event)
             case evt.GoalSet():
                 self._set(event)
             case evt.GoalChecked():
@@ -114,12 +119,8 @@ class GoalState:
                     self.awaiting = False
                 elif self.active and event.agent == EVALUATOR:
                     self.asked, self.answer = True, None
-            case evt.ModelResponse():
-                if self.active:
-                    self._response(event)
-            case (evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.SessionEnded() | evt.AgentMessage() | evt.ModelRequest()
-                  | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ToolStarted() | evt.FileEditStarted() | evt.FileEdited()
-                  | evt.ToolFinished() | evt.ToolInterrupted() | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded()
+            case (evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.SessionEnded() | evt.AgentMessage()
+                  | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.FileEditStarted() | evt.FileEdited() | evt.ToolInterrupted() | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded()
                   | evt.HookContext() | evt.HookRan() | evt.PromptBlocked() | evt.McpServerStarted() | evt.McpServerRestarting()
                   | evt.McpServerFailed() | evt.AgentSpawned() | evt.AgentFailed() | evt.WorkerSpawned() | evt.WorkerFinished()
                   | evt.Integration() | evt.IntegrationApplied() | evt.TestRun() | evt.BaselineSnapshot() | evt.RepoMap() | evt.Review()

@@ -32,6 +32,8 @@ class FanoutState:
     def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event."""
         match event:
+            case evt.ModelRequest() | evt.ModelResponse() | evt.ToolStarted() | evt.ToolFinished():
+                pass  # the most frequent types first: each class pattern tried is an isinstance (issue 19)
             case evt.SessionStarted():
                 self.workspace = event.workspace
             case evt.WorkerSpawned():
@@ -44,9 +46,8 @@ class FanoutState:
                 self.integration = event
                 self.pending, self.pending_finished = [], set()
             case (evt.ModelSwitched() | evt.ToolResultsCleared()
-                  | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.UserMessage() | evt.AgentMessage()
-                  | evt.ModelRequest() | evt.ModelResponse() | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested()
-                  | evt.ApprovalResolved() | evt.ApprovalModeChanged() | evt.ToolStarted() | evt.FileEditStarted() | evt.FileEdited() | evt.ToolFinished() | evt.ToolInterrupted()
+                  | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.UserMessage() | evt.AgentMessage() | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested()
+                  | evt.ApprovalResolved() | evt.ApprovalModeChanged() | evt.FileEditStarted() | evt.FileEdited() | evt.ToolInterrupted()
                   | evt.AgentSpawned() | evt.AgentFailed() | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap() | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
                   | evt.PlanStarted() | evt.PlanProposed() | evt.PlanApproved() | evt.GrillRound()
                   | evt.NetConnection() | evt.InstructionsAdded() | evt.SkillLoaded() | evt.HookContext() | evt.HookRan()
