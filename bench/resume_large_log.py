@@ -1,6 +1,6 @@
 """Resuming a session from a large log through the daemon: time and the daemon's memory.
 
-    python bench/resume_large_log.py [--mib 100] [--pairs 3]
+    python bench/resume_large_log.py [--mib 100] [--pairs 3] [--against DIR]
 
 Makes two real sessions with the scripted model through a daemon (a turn that reads an
 8 KiB file, then a final answer; no background agents). One is kept small; the other is grown to about
@@ -16,6 +16,12 @@ request is read from ``/proc/PID/status`` (``VmHWM``), and its resident memory o
 session has ended again (``VmRSS``: what the daemon keeps after large-log work). Baseline: the small session resumed
 the same way; candidate: the large one; pairs interleaved (A B, B A, ...), per-pair ratios.
 Targets (issue 4): at most 2 s and 200 MiB RSS for 100 MiB.
+
+``--against DIR`` installs another checkout (say ``git worktree add DIR main``) and this
+one normally (as ``client_start.py`` does) and adds pairs that resume the large log with
+the other checkout's daemon (baseline) and this one's (candidate), interleaved the same
+way: a change measured under the same load as what it replaces. Each resume prints its
+time with the machine's load average.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _pairs import paired, print_ratios
+from client_start import normal_install
 
 BIN = Path(sys.executable).parent
 MUSEC = str(BIN / "musec")
@@ -103,14 +110,16 @@ def _vm_hwm_mib(pid: int, field: str = "VmHWM") -> float:
     raise SystemExit(f"no {field} in /proc: this bench needs Linux")
 
 
-def resume_once(sid: str) -> Resume:
-    """Start a daemon, resume ``sid`` through it, end the session, stop the daemon."""
+def resume_once(sid: str, bin_dir: Path = BIN, label: str = "") -> Resume:
+    """Start a daemon (the install at ``bin_dir``), resume ``sid`` through it, end the
+    session, stop the daemon."""
     from musec.client.connection import connect
     from musec.daemon import protocol as p
 
-    subprocess.run([MUSEC, "daemon", "start"], check=True, capture_output=True)
+    musec = str(bin_dir / "musec")
+    subprocess.run([musec, "daemon", "start"], check=True, capture_output=True)
     try:
-        pid = json.loads(subprocess.run([MUSEC, "daemon", "status", "--json"], check=True, capture_output=True,
+        pid = json.loads(subprocess.run([musec, "daemon", "status", "--json"], check=True, capture_output=True,
                                         text=True).stdout)["pid"]
         before = _vm_hwm_mib(pid)
         conn = connect(start=False)
@@ -134,7 +143,8 @@ def resume_once(sid: str) -> Resume:
         after = _vm_hwm_mib(pid, "VmRSS")
         conn.close()
     finally:
-        subprocess.run([MUSEC, "daemon", "stop"], capture_output=True)
+        subprocess.run([musec, "daemon", "stop"], capture_output=True)
+    print(f"  {label}{sid}: {seconds:.3f} s, peak RSS {peak:.0f} MiB (load {os.getloadavg()[0]:.1f})")
     return Resume(seconds, peak, peak - before, after)
 
 
@@ -142,6 +152,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mib", type=int, default=100)
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--against", type=Path, default=None, metavar="DIR",
+                        help="another checkout, installed normally; its daemon resumes the large log in the same run")
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="mhr", dir="/tmp")
     work = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))
@@ -156,7 +168,13 @@ def main() -> None:
         if check.returncode != 0:
             raise SystemExit(f"the grown log does not verify (has the line format changed?): {check.stdout}{check.stderr}")
         sizes = {sid: (sessions / f"{sid}.jsonl").stat().st_size / 2**20 for sid in (small, large)}
-        pairs = paired(args.pairs, baseline=lambda: resume_once(small), candidate=lambda: resume_once(large))
+        this, versus = BIN, []
+        if args.against:
+            this = normal_install(work / "install-this")
+            before = normal_install(work / "install-before", args.against.resolve())
+            versus = paired(args.pairs, baseline=lambda: resume_once(large, before, "before: "),
+                            candidate=lambda: resume_once(large, this))
+        pairs = paired(args.pairs, baseline=lambda: resume_once(small, this), candidate=lambda: resume_once(large, this))
     finally:
         subprocess.run([MUSEC, "daemon", "stop"], capture_output=True)
         shutil.rmtree(home, ignore_errors=True)
@@ -167,6 +185,10 @@ def main() -> None:
     print_ratios("daemon peak RSS", [(a.peak_mib, b.peak_mib) for a, b in pairs], " MiB", ".1f")
     print_ratios("daemon peak RSS growth", [(a.growth_mib, b.growth_mib) for a, b in pairs], " MiB", ".1f")
     print_ratios("daemon RSS after the session ended", [(a.after_mib, b.after_mib) for a, b in pairs], " MiB", ".1f")
+    if versus:
+        print(f"the large log resumed by {args.against}'s daemon (baseline) and this one's (candidate):")
+        print_ratios("before vs this: resume", [(a.seconds, b.seconds) for a, b in versus], " s", ".3f")
+        print_ratios("before vs this: peak RSS", [(a.peak_mib, b.peak_mib) for a, b in versus], " MiB", ".1f")
     worst = max(b.seconds for _, b in pairs), max(b.peak_mib for _, b in pairs)
     print(f"large log, worst of {args.pairs}: {worst[0]:.2f} s, {worst[1]:.0f} MiB peak RSS "
           f"(targets for 100 MiB: 2 s, 200 MiB)")
