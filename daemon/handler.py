@@ -24,13 +24,13 @@ from musec.agents.core.events import IntegrationApplied
 
 from . import protocol as p
 from .errors import BadRequest, DaemonError
-from .eventlog import verify
 from .host import SessionHost
 from .logstream import event_batches, send_log
 from .memory import quiet_collector, release_memory
 from .paths import Paths
 from .peers import peer_pid, refused_peer
 from .session import CompactOutcome, Session
+from .verifier import verify_off_process
 from .version import musec_version
 
 log = structlog.get_logger("musec.daemon")
@@ -344,7 +344,7 @@ class Connection:
                 return plan_report(index, msg.session_id, msg.id)
             case p.VerifyLog():
                 sid = index.resolve_id(msg.session_id)
-                report = verify(index.log_path(sid))
+                report = verify_off_process(index.log_path(sid))  # a large log in a child: the GIL stays here
                 problems = list(report.problems)
                 if report.torn_bytes:
                     problems.append(f"torn last line ({report.torn_bytes} bytes without a newline)")
