@@ -50,12 +50,14 @@ _H = re.compile(rb',"h":"[0-9a-f]+"\}$')
 
 @dataclass
 class Resume:
-    """One resume: seconds until ``SessionStarted``, the daemon's peak RSS (MiB) and its growth."""
+    """One resume: seconds until ``SessionStarted`` (wall, and the daemon's CPU: user +
+    system, steadier on a loaded machine), the daemon's peak RSS (MiB) and its growth."""
 
     seconds: float
     peak_mib: float
     growth_mib: float
     after_mib: float
+    cpu_s: float = 0.0
 
 
 def make_session(home: str, work: Path, name: str) -> str:
@@ -110,6 +112,12 @@ def _vm_hwm_mib(pid: int, field: str = "VmHWM") -> float:
     raise SystemExit(f"no {field} in /proc: this bench needs Linux")
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def resume_once(sid: str, bin_dir: Path = BIN, label: str = "") -> Resume:
     """Start a daemon (the install at ``bin_dir``), resume ``sid`` through it, end the
     session, stop the daemon."""
@@ -123,6 +131,7 @@ def resume_once(sid: str, bin_dir: Path = BIN, label: str = "") -> Resume:
                                         text=True).stdout)["pid"]
         before = _vm_hwm_mib(pid)
         conn = connect(start=False)
+        cpu0 = _cpu_s(pid)
         t0 = time.perf_counter()
         conn.send(p.ResumeSession(id=1, session_id=sid, interactive=True, end_when_idle=False))
         while True:
@@ -132,6 +141,7 @@ def resume_once(sid: str, bin_dir: Path = BIN, label: str = "") -> Resume:
             if isinstance(msg, p.SessionStarted):
                 break
         seconds = time.perf_counter() - t0
+        cpu = _cpu_s(pid) - cpu0
         peak = _vm_hwm_mib(pid)
         conn.send(p.EndSession(id=2, session_id=sid))
         while not isinstance(conn.recv(120), p.SessionEnded):
@@ -144,8 +154,9 @@ def resume_once(sid: str, bin_dir: Path = BIN, label: str = "") -> Resume:
         conn.close()
     finally:
         subprocess.run([musec, "daemon", "stop"], capture_output=True)
-    print(f"  {label}{sid}: {seconds:.3f} s, peak RSS {peak:.0f} MiB (load {os.getloadavg()[0]:.1f})")
-    return Resume(seconds, peak, peak - before, after)
+    print(f"  {label}{sid}: {seconds:.3f} s (daemon CPU {cpu:.3f} s), peak RSS {peak:.0f} MiB "
+          f"(load {os.getloadavg()[0]:.1f})")
+    return Resume(seconds, peak, peak - before, after, cpu)
 
 
 def main() -> None:
@@ -182,12 +193,14 @@ def main() -> None:
     print(f"resume through the daemon: baseline a {sizes[small] * 1024:.0f} KiB log, candidate a "
           f"{sizes[large]:.1f} MiB log ({repeats} tool turns); fresh daemon each time, {args.pairs} pairs")
     print_ratios("ResumeSession -> SessionStarted", [(a.seconds, b.seconds) for a, b in pairs], " s", ".3f")
+    print_ratios("daemon CPU over the resume", [(a.cpu_s, b.cpu_s) for a, b in pairs], " s", ".3f")
     print_ratios("daemon peak RSS", [(a.peak_mib, b.peak_mib) for a, b in pairs], " MiB", ".1f")
     print_ratios("daemon peak RSS growth", [(a.growth_mib, b.growth_mib) for a, b in pairs], " MiB", ".1f")
     print_ratios("daemon RSS after the session ended", [(a.after_mib, b.after_mib) for a, b in pairs], " MiB", ".1f")
     if versus:
         print(f"the large log resumed by {args.against}'s daemon (baseline) and this one's (candidate):")
         print_ratios("before vs this: resume", [(a.seconds, b.seconds) for a, b in versus], " s", ".3f")
+        print_ratios("before vs this: daemon CPU", [(a.cpu_s, b.cpu_s) for a, b in versus], " s", ".3f")
         print_ratios("before vs this: peak RSS", [(a.peak_mib, b.peak_mib) for a, b in versus], " MiB", ".1f")
     worst = max(b.seconds for _, b in pairs), max(b.peak_mib for _, b in pairs)
     print(f"large log, worst of {args.pairs}: {worst[0]:.2f} s, {worst[1]:.0f} MiB peak RSS "
