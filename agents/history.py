@@ -123,7 +123,7 @@ class History:
         self.clock.tick(event)
         self._seq = event.seq
         match event:
-            case evt.ModelResponse():
+            case evt.ModelResponse():  # with the next two, the most frequent types first (issue 19)
                 if event.agent == self.agent:
                     self._response(event)
             case evt.ToolFinished():
@@ -139,8 +139,6 @@ class History:
                 if event.agent == self.agent:
                     chars = event.request_chars if isinstance(event.request_chars, int) else 0
                     self.context.on_request(event.provider, chars)
-            case evt.ToolStarted():
-                pass  # the most frequent types first: each class pattern tried is an isinstance (issue 19)
             case evt.AgentMessage():
                 if event.to != self.agent:
                     return
@@ -184,7 +182,7 @@ class History:
                     text = f"[tool call interrupted: {event.reason}; it may have partly run]"
                     self._user_block(ToolResultBlock(event.call_id, text, True))
                     self._release_held()
-            case (evt.SessionStarted() | evt.LogRepaired() | evt.SessionEnded()
+            case (evt.ToolStarted() | evt.SessionStarted() | evt.LogRepaired() | evt.SessionEnded()
                   | evt.ModelRetry() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged()
                   | evt.FileEditStarted() | evt.FileEdited() | evt.AgentSpawned() | evt.AgentFailed() | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration()
                   | evt.IntegrationApplied() | evt.TestRun() | evt.BaselineSnapshot() | evt.RepoMap() | evt.Review() | evt.KernelEvaluated() | evt.PlanProposed() | evt.GrillRound()
