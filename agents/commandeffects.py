@@ -21,7 +21,8 @@ A program's own options are read as its manual says (GNU coreutils, GNU tar, Inf
 unzip, GNU patch, git-config(1) for the keys that run programs). Anything not listed
 here is a program that writes only what its redirections say. This module is pure
 (it reads the file system only to tell a folder from a file where ``workdir`` is given)
-and imports nothing of musec but ``shellsplit``, ``gitrules`` and ``sedrules``.
+and imports nothing of musec but ``shellsplit`` and the readers ``gitrules``,
+``sedrules`` and ``toolrules`` (formatters and linters that fix).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from .gitrules import git_effects
 from .sedrules import awk_effects, in_place, sed_effects
 from .shellsplit import SimpleCommand
+from .toolrules import TOOLS, tool_effects
 
 __all__ = ["Effects", "Write", "effects", "program_key"]
 
@@ -114,7 +116,8 @@ def effects(command: SimpleCommand, argv: list[str], workdir: str | None = None)
         found.writes.append(Write(target, literal))
     if argv:
         name, args = argv[0], argv[1:]
-        reader = _PROGRAMS.get(name) or (_compressor if name in _COMPRESSORS else None)
+        reader = _PROGRAMS.get(name) or (_compressor if name in _COMPRESSORS else None) or (
+            _tool if name in TOOLS else None)
         if reader is not None:
             try:
                 reader(name, args, found, workdir)
@@ -455,6 +458,10 @@ def _perl_like(name: str, args: list[str], found: _Found, workdir: str | None) -
 
 _PROGRAMS["perl"] = _perl_like
 _PROGRAMS["ruby"] = _perl_like
+
+
+def _tool(name: str, args: list[str], found: _Found, workdir: str | None) -> None:
+    tool_effects(name, args, found)
 
 
 def _git(name: str, args: list[str], found: _Found, workdir: str | None) -> None:

@@ -165,6 +165,11 @@ def command_effects(command: SimpleCommand, workdir: str | None = None) -> Effec
     operands writes files that cannot be told."""
     core = core_words(command.argv, keep_git=True)
     found = effects(command, core, workdir)
+    runner = runner_prefix(core)
+    if runner and runner < len(core):  # `uv run cp a b`, `npx prettier --write .`: what the runner runs
+        ran = effects(SimpleCommand([]), core_words(core[runner:], keep_git=True), workdir)
+        found = Effects((*found.writes, *ran.writes), found.runs or ran.runs, (*found.inner, *ran.inner),
+                        found.unsure or ran.unsure)
     risky = [w for w in command.argv[: len(command.argv) - len(core)] if RISKY_ENV.match(w)]
     if risky or (core and core[0] in _DECLARES and any(RISKY_ENV.match(w) for w in core[1:])):
         why = f"`{(risky or core)[0].split('=', 1)[0]}=` changes what the command runs"

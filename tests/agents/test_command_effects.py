@@ -101,6 +101,12 @@ def _written(command: str, workdir: str | None = None) -> list[tuple[str, bool, 
     ("echo x", []),
     ("echo x > f", [("f", False, False)]),
     ("sudo tee /etc/x", [("/etc/x", True, False)]),
+    ("black --check .", []), ("black src", [("src", False, True)]), ("ruff check .", []),
+    ("ruff check --fix src", [("src", False, True)]), ("ruff format", [(".", False, True)]),
+    ("ruff format --diff", []), ("npx prettier --write a.js", [("a.js", False, True)]),
+    ("prettier --check .", []), ("cargo fmt", [(".", False, True)]), ("cargo fmt --check", []),
+    ("go mod tidy", [("go.mod", False, False), ("go.sum", False, False)]), ("go mod download", []),
+    ("yq -i .a=1 f.yaml", [("f.yaml", False, True)]), ("uv run cp a b", [("b", True, False)]),
 ])
 def test_what_a_command_writes(command: str, written: list) -> None:
     assert _written(command) == written

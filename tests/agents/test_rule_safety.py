@@ -219,7 +219,8 @@ READERS = ["ls -la", "cat f", "echo hi", "grep -n x f", "git status", "git log -
            "git show HEAD", "git grep x", "git fetch origin", "sed -n 1p f", "find . -name x", "sort f", "head f",
            "wc -l f", "python3 -m pytest -q", "npm test", "uv run pytest -x", "awk '{print $1}' f",
            "curl -s http://x", "jq . f", "make test", "git config --get user.name", "git commit -m x",
-           "git add calc.py"]
+           "git add calc.py", "black --check .", "ruff check .", "ruff format --check", "npx prettier --check .",
+           "cargo fmt --check", "gofmt -l .", "eslint src", "isort --check-only ."]
 READER_RULES = ["bash(echo *)", "bash(ls *)", "bash(cat *)", "bash(grep *)", "bash(git status *)", "bash(git log *)",
                 "bash(git diff *)", "bash(git show *)", "bash(git grep *)", "bash(git fetch *)", "bash(sed *)",
                 "bash(find *)", "bash(sort *)", "bash(awk *)", "bash(curl *)", "bash(wget *)", "bash(jq *)",
@@ -233,6 +234,8 @@ WRITES = st.sampled_from([
     "find . -fprint {t}", "curl -o {t} http://x", "git log --output={t}", "git diff --output {t}", "echo x > {t}",
     "sort -o {t} f", "dd if=x of={t}", "git config user.name x", "gzip {t}", "mkdir {t}", "chmod 777 {t}",
     "wget http://x/{t}", "awk '{{print > \"{t}\"}}' f", "git stash", "git clean -fd", "git -C sub checkout -- {t}",
+    "black {t}", "ruff format {t}", "ruff check --fix {t}", "npx prettier --write {t}", "eslint --fix {t}",
+    "gofmt -w {t}", "cargo fmt", "go mod tidy", "uv run cp x {t}", "isort {t}", "clang-format -i {t}",
 ])
 RUNS = st.sampled_from([
     "find . -exec rm {t} \\;", "find . -execdir sh -c x \\;", "git -c 'alias.s=!rm {t}' s", "git -c alias.l=push l",
