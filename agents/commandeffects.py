@@ -314,6 +314,30 @@ _TAR_RUNS = frozenset({"--to-command", "--use-compress-program", "--checkpoint-a
                        "--new-volume-script", "--rsh-command", "--rmt-command"})
 
 
+def _archive_and_moved(args: list[str], found: _Found, letters: str, flags: tuple[str, ...]) -> None:
+    """``zip ARCHIVE FILES``: the archive; with ``-m`` its files are removed too."""
+    operands = _operands(args, frozenset({"-b", "-n", "-t", "-tt", "-x", "-i", "-P", "-O", "--out", "-Z"}))
+    if operands:
+        found.write(operands[0])
+    if _has(args, *flags, letters=letters):
+        for o in operands[1:]:
+            found.write(o, tree=True)
+    out = _value(args, "-O", "--out")
+    if out:
+        found.write(out)
+
+
+def _seven_zip(args: list[str], found: _Found) -> None:
+    """``7z x|e ARCHIVE [-oDIR]`` extracts into DIR (or here); ``7z a|u|d ARCHIVE`` writes it."""
+    operands = [a for a in args if not a.startswith("-")]
+    if not operands:
+        return
+    if operands[0] in ("x", "e"):
+        found.write(_value(args, "-o") or ".", tree=True)
+    elif operands[0] in ("a", "u", "d", "rn") and len(operands) > 1:
+        found.write(operands[1])
+
+
 def _unzip(name: str, args: list[str], found: _Found, workdir: str | None) -> None:
     if _has(args, letters="lvtpcZz") or "-Z" in args:
         return
@@ -443,7 +467,10 @@ _PROGRAMS = {
     "truncate": _operands_written(frozenset({"-s", "--size", "-r", "--reference"})),
     "mkdir": _mkdir_like(frozenset({"-m", "--mode", "--context"})),
     "mkfifo": _mkdir_like(frozenset({"-m", "--mode"})),
-    "chmod": _operands_written(frozenset({"--reference"}), tree_letters="R", tree_flags=("--recursive",)),
+    **dict.fromkeys(("chmod", "chown", "chgrp"), _operands_written(frozenset({"--reference", "--from"}),
+                                                                  tree_letters="R", tree_flags=("--recursive",))),
+    "zip": lambda name, args, found, workdir: _archive_and_moved(args, found, "m", ("--move",)),
+    "7z": lambda name, args, found, workdir: _seven_zip(args, found),
     "sponge": _tee, "tee": _tee, "dd": _dd, "tar": _tar, "unzip": _unzip, "cpio": _cpio, "patch": _patch,
     "sed": _sed, "gsed": _sed, "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk, "find": _find,
     "sort": _sort, "curl": _curl, "wget": _wget, "rsync": _rsync, "make": _make, "gmake": _make,

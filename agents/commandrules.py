@@ -12,7 +12,10 @@ What a command writes and runs is read by ``commandeffects`` (with ``gitrules`` 
 checkout -- f``, ``git apply``... write files; ``find -exec``, ``git -c alias.p=push p``,
 ``git -c core.sshCommand=...``, ``sed 's/x/y/e'`` run programs their arguments name. A
 rule with a wildcard never covers the latter (only the very command or a bare ``bash``
-does), and deny rules see the commands they run.
+does), and deny rules see the commands they run. Formatters that fix (``ruff check
+--fix``, ``prettier --write``: ``toolrules``) write the files they are given; what a runner
+runs (``uv run cp a b``) is read too; variables that change what runs (``PATH=``,
+``LD_PRELOAD=``, ``GIT_CONFIG_*=``: ``RISKY_ENV``) make a command one that runs others.
 
 Hand-written rules. A rule for a program that writes (``bash(cp *)``, ``bash(git
 checkout *)``, ``bash(tar *)``: "always" never saves one) is the person's choice: it

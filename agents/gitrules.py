@@ -169,6 +169,8 @@ def _paths(rest: list[str], values: frozenset[str] = frozenset()) -> list[str]:
 
 def _writes(sub: str, rest: list[str], found: Any) -> None:
     for j, a in enumerate(rest):
+        if sub == "archive" and a == "-o":
+            found.write(rest[j + 1] if j + 1 < len(rest) else "")
         if a == "--output" or a.startswith("--output="):
             found.write(a[9:] if "=" in a else (rest[j + 1] if j + 1 < len(rest) else ""), purpose=sub == "archive")
     if sub in ("checkout", "switch", "restore"):

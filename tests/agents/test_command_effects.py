@@ -107,6 +107,10 @@ def _written(command: str, workdir: str | None = None) -> list[tuple[str, bool, 
     ("prettier --check .", []), ("cargo fmt", [(".", False, True)]), ("cargo fmt --check", []),
     ("go mod tidy", [("go.mod", False, False), ("go.sum", False, False)]), ("go mod download", []),
     ("yq -i .a=1 f.yaml", [("f.yaml", False, True)]), ("uv run cp a b", [("b", True, False)]),
+    ("zip -r out.zip src", [("out.zip", True, False)]), ("zip -m out.zip a", [("out.zip", True, False), ("a", True, True)]),
+    ("7z x a.7z -ovendor", [("vendor", True, True)]), ("7z l a.7z", []), ("chown -R me build", [("me", True, True),
+                                                                                           ("build", True, True)]),
+    ("git archive -o out.tar HEAD", [("out.tar", True, False)]),
 ])
 def test_what_a_command_writes(command: str, written: list) -> None:
     assert _written(command) == written
