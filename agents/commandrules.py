@@ -40,7 +40,7 @@ from .commandeffects import Effects, Write, effects, program_key
 from .shellsplit import ShellSplit, SimpleCommand, split_commands
 from .wrappers import EXACT_RUNNERS, core_words, runner_prefix, unwrapped
 
-__all__ = ["MAX_LINK_SCAN", "allowing_command", "always_for_command", "command_regex", "command_segments", "changes_directory", "core_words", "deny_candidates", "file_writes", "pattern_problem", "unsure_reason", "PROTECTED",
+__all__ = ["MAX_LINK_SCAN", "allowing_command", "allowing_line", "always_for_command", "command_regex", "command_segments", "changes_directory", "core_words", "may_link", "deny_candidates", "pattern_problem", "unsure_reason", "PROTECTED",
            "normalize", "other_names"]
 
 _REDIRECTION = re.compile(r"^(?:[0-9]+|\{\w+\})?(?:&>>|<<<|<<-|<<|<>|<&|>>|>&|>\||&>|<|>)")
@@ -150,6 +150,23 @@ RISKY_ENV = re.compile(r"^(?:PATH|LD_PRELOAD|LD_LIBRARY_PATH|LD_AUDIT|DYLD_[A-Z_
 _DECLARES = frozenset({"export", "declare", "typeset", "readonly", "local"})
 
 
+#: Programs that can make links or replace folders (``ln -s``, ``cp -a``, ``tar -x``, a git
+#: checkout of a tracked link): after one, a path in another command of the line may
+#: lead elsewhere than it does now.
+_LINKERS = frozenset({"ln", "cp", "mv", "tar", "unzip", "cpio", "rsync", "7z", "git", "patch"})
+
+
+def may_link(command: SimpleCommand) -> bool:
+    """Whether ``command`` may create a link or replace a folder (``_LINKERS`` writing)."""
+    core = core_words(command.argv)
+    if core and runner_prefix(core):
+        core = core[runner_prefix(core):]
+    if core and core[0] == "cp" and not any(re.fullmatch(r"-[A-Za-z]*[saRrPdl][A-Za-z]*", w) or w in (
+            "--archive", "--recursive", "--symbolic-link", "--no-dereference", "--link") for w in core[1:]):
+        return False  # a plain copy makes files, not links
+    return bool(core) and core[0] in _LINKERS and bool(command_effects(command).writes)
+
+
 def changes_directory(command: SimpleCommand) -> bool:
     """Whether ``command`` runs somewhere else than where it starts, so the files later
     commands (or it) write by a relative name are not known: ``cd``, ``pushd``, ``popd``,
@@ -183,12 +200,6 @@ def command_effects(command: SimpleCommand, workdir: str | None = None) -> Effec
         if probe.writes or probe.runs:
             found = Effects((*found.writes, Write("", False)), found.runs, found.inner, found.unsure)
     return found
-
-
-def file_writes(command: SimpleCommand) -> list[tuple[str, bool]]:
-    """The files ``command`` writes (``command_effects``' writes), as ``(path, literal)``:
-    ``path`` as written, ``""`` when it cannot be told which file."""
-    return [(w.path, w.literal) for w in command_effects(command).writes]
 
 
 #: Programs that destroy, overwrite, publish, reach other machines or run other commands:
@@ -253,7 +264,7 @@ def always_for_command(command: str) -> list[str]:
     out: list[str] = []
     for part in split.top_level:
         if not part.argv:
-            if file_writes(part):
+            if command_effects(part).writes:
                 out.append(f"bash({_escape(part.quoted)})")
             continue
         pattern = _always_pattern(part)
@@ -303,6 +314,25 @@ def _exact(rule: Any) -> bool:
 #: does not cover writing into them; only ``edit`` rules naming them (or the very
 #: command) do.
 PROTECTED = (".git", ".musec", ".agents")
+
+
+def allowing_line(rules: list[Any], edits: list[Any], commands: list[SimpleCommand], workdir: str | None,
+                  path_matches: Callable[[Any, str, str | None], bool]) -> list[Any]:
+    """The allow rules that together let every one of ``commands`` (a line's) through, or
+    ``[]`` (``allowing_command`` for each). After a ``cd`` the files written by a relative
+    name are not known; after a command that may make a link (``ln -s .git/hooks h``,
+    ``may_link``) neither are the other commands' (``h/pre-commit``): both are asked,
+    whatever order they run in."""
+    moves = any(changes_directory(c) for c in commands)
+    linkers = [c for c in commands if may_link(c)]
+    used: list[Any] = []
+    for command in commands:
+        alone = not moves and all(c is command for c in linkers)
+        found = allowing_command(rules, edits, command, workdir if alone else None, path_matches)
+        if found is None:
+            return []
+        used += [r for r in found if r not in used]
+    return used
 
 
 def allowing_command(rules: list[Any], edits: list[Any], command: SimpleCommand, workdir: str | None,
@@ -378,8 +408,8 @@ def _in_workspace(write: Write, workdir: str | None) -> bool:
     if not _within(abs_path, root):
         return False
     guarded = [os.path.join(root, n) for n in PROTECTED]
-    if any(_within(abs_path, os.path.realpath(g)) for g in guarded):
-        return False
+    if any(_within(abs_path.casefold(), os.path.realpath(g).casefold()) for g in guarded):
+        return False  # casefolded: `.GIT` is `.git` where names ignore case (macOS)
     # A folder written whole must not hold one that exists (git's own work never writes
     # ``.git``'s files); a glob's matches cannot be dot files (``_glob_base``).
     held = [g for g in guarded if not (write.git and g.endswith("/.git")) and os.path.lexists(g)]

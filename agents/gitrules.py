@@ -186,7 +186,8 @@ def _writes(sub: str, rest: list[str], found: Any) -> None:
             found.write(p, tree=True, git=True)
     elif sub == "apply":
         if not any(a in ("--check", "--stat", "--numstat", "--summary", "--cached") for a in rest) or "--apply" in rest:
-            found.write(".", tree=True, git=True)
+            under = next((a.split("=", 1)[1] for a in rest if a.startswith("--directory=")), None)
+            found.write(under or ".", tree=True, git=under is None)
     elif sub == "format-patch" and "--stdout" not in rest:
         out = next((rest[j + 1] for j, a in enumerate(rest[:-1]) if a in ("-o", "--output-directory")), None)
         out = out or next((a.split("=", 1)[1] for a in rest if a.startswith("--output-directory=")), None)

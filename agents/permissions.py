@@ -53,9 +53,8 @@ from typing import Any
 
 from .approval import Decision, decide
 from .commandrules import (
-    allowing_command,
+    allowing_line,
     always_for_command,
-    changes_directory,
     command_regex,
     command_segments,
     deny_candidates,
@@ -239,15 +238,8 @@ def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
         commands = [c for c in split.commands if c.text]
         if not commands:
             return []
-        moves = any(changes_directory(c) for c in commands)
         edits = [r for r in every if r.kind in ("edit", "write") and r.action == "allow"]
-        used: list[Rule] = []
-        for command in commands:
-            found = allowing_command(rules, edits, command, call.workdir if not moves else None, _path_matches)
-            if found is None:
-                return []
-            used += [r for r in found if r not in used]
-        return used
+        return allowing_line(rules, edits, commands, call.workdir, _path_matches)
     if not call.paths:
         return []
     used = []

@@ -422,3 +422,18 @@ def test_always_on_an_install_or_a_runner_names_what_it_runs(command: str, saved
                                      "chroot / git push", "unshare -r git push", "xvfb-run -a git push"])
 def test_deny_rules_see_through_tracers_and_sandboxes(command: str) -> None:
     assert _verdict(command, allow=["bash"], deny=["bash(git push *)"]) == "deny", command
+
+
+@pytest.mark.parametrize("command, allowed", [
+    ("ln -s .git/hooks h && cp evil h/pre-commit", False), ("cp evil h/pre-commit & ln -s .git/hooks h", False),
+    ("cp -a x h; cp evil h/pre-commit", False), ("tar xf a.tar -C build && cp evil build/l/x", False),
+    ("mkdir -p build/x && cp a build/x/", True), ("cp a build/a && cp b build/b", True),
+    ("cp a .GIT/config", False), ("git apply --directory=.git p.diff", False), ("touch .Musec/x", False),
+])
+def test_a_path_is_not_trusted_after_a_command_that_may_make_it_a_link(
+    workspace: str, command: str, allowed: bool,
+) -> None:
+    rules = [parse_rule(t, "allow") for t in ("bash(ln *)", "bash(cp *)", "bash(mkdir *)", "bash(tar *)", "bash(git *)",
+                                              "bash(touch *)")]
+    verdict = decide_call("ask", Call("bash", "execute", command=command, workdir=workspace), rules)
+    assert verdict.decision == ("allow" if allowed else "ask"), command
