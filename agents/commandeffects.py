@@ -82,6 +82,10 @@ class _Found:
         literal = bool(path) and not any(c in path for c in "$`*?[{")
         self.writes.append(Write(path, literal, purpose, tree, git))
 
+    def doubt(self, why: str) -> None:
+        """What it runs cannot be told, but a rule naming it is about it (deny rules ask)."""
+        self.unsure = self.unsure or why
+
     def run(self, why: str, inner: str | None = None, *, unsure: bool = False) -> None:
         self.runs = self.runs or why
         if inner is not None:
@@ -454,10 +458,6 @@ def _make(name: str, args: list[str], found: _Found, workdir: str | None) -> Non
         found.run("make --eval runs a recipe from the command line", unsure=True)
 
 
-def _mkdir_like(values: frozenset[str]):
-    return _operands_written(values)
-
-
 _PROGRAMS = {
     "cp": _copy, "mv": _copy, "ln": _copy, "install": _copy,
     "rm": _operands_written(frozenset(), tree_letters="rR", tree_flags=("--recursive",)),
@@ -465,8 +465,8 @@ _PROGRAMS = {
     "shred": _operands_written(frozenset({"-n", "--iterations", "-s", "--size", "--random-source"})),
     "touch": _operands_written(frozenset({"-r", "--reference", "-d", "--date", "-t"})),
     "truncate": _operands_written(frozenset({"-s", "--size", "-r", "--reference"})),
-    "mkdir": _mkdir_like(frozenset({"-m", "--mode", "--context"})),
-    "mkfifo": _mkdir_like(frozenset({"-m", "--mode"})),
+    "mkdir": _operands_written(frozenset({"-m", "--mode", "--context"})),
+    "mkfifo": _operands_written(frozenset({"-m", "--mode"})),
     **dict.fromkeys(("chmod", "chown", "chgrp"), _operands_written(frozenset({"--reference", "--from"}),
                                                                   tree_letters="R", tree_flags=("--recursive",))),
     "zip": lambda name, args, found, workdir: _archive_and_moved(args, found, "m", ("--move",)),

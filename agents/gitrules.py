@@ -59,6 +59,20 @@ _RUN_OPTIONS = {
 }
 _TREE_WRITERS = frozenset({"merge", "pull", "rebase", "cherry-pick", "revert", "am", "stash", "clean",
                            "filter-branch", "bisect", "sparse-checkout", "read-tree", "checkout-index"})
+#: git's own commands (git(1), ``git help -a``) and common extensions; any other name is
+#: an alias (or a ``git-NAME`` program) whose meaning git's config decides.
+_KNOWN = frozenset("""add am annotate apply archive bisect blame branch bugreport bundle cat-file check-attr
+check-ignore check-mailmap check-ref-format checkout checkout-index cherry cherry-pick citool clean clone column
+commit commit-graph commit-tree config count-objects credential describe diff diff-files diff-index diff-tree
+difftool fast-export fast-import fetch fetch-pack filter-branch fmt-merge-msg for-each-ref for-each-repo
+format-patch fsck gc get-tar-commit-id grep gui hash-object help index-pack init instaweb interpret-trailers log
+ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge merge-base merge-file merge-index merge-tree
+mergetool mktag mktree multi-pack-index mv name-rev notes pack-objects pack-refs patch-id prune prune-packed pull
+push range-diff read-tree rebase reflog remote repack replace request-pull rerere reset restore rev-list rev-parse
+revert rm send-email send-pack shortlog show show-branch show-index show-ref sparse-checkout stage stash status
+stripspace submodule switch symbolic-ref tag unpack-file unpack-objects update-index update-ref update-server-info
+var verify-commit verify-pack verify-tag version whatchanged worktree write-tree lfs flow annex crypt filter-repo
+absorb branchless machete town""".split())
 _READ_ONLY_CONFIG = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l",
                                "--get-color", "--get-colorbool", "get", "list"})
 
@@ -91,6 +105,8 @@ def git_effects(args: list[str], found: Any) -> None:
         found = _Moved(found, os.path.join(*chdirs) if chdirs else "", elsewhere)
     for pair in config:
         _config_pair(pair, sub, rest, globals_, found)
+    if sub and sub not in _KNOWN and not any(p.lower().startswith(f"alias.{sub.lower()}=") for p in config):
+        found.doubt(f"`git {sub}` is no git command: an alias from git's config may run anything")
     _run_options(sub, rest, found)
     _writes(sub, rest, found)
 
@@ -111,6 +127,9 @@ class _Moved:
 
     def run(self, why: str, inner: str | None = None, *, unsure: bool = False) -> None:
         self.found.run(why, inner, unsure=unsure)
+
+    def doubt(self, why: str) -> None:
+        self.found.doubt(why)
 
 
 def _config_pair(pair: str, sub: str, rest: list[str], globals_: list[str], found: Any) -> None:

@@ -437,3 +437,17 @@ def test_a_path_is_not_trusted_after_a_command_that_may_make_it_a_link(
                                               "bash(touch *)")]
     verdict = decide_call("ask", Call("bash", "execute", command=command, workdir=workspace), rules)
     assert verdict.decision == ("allow" if allowed else "ask"), command
+
+
+@pytest.mark.parametrize("command, verdict", [
+    ("git st", "ask"), ("git p origin", "ask"), ("git status", "allow"), ("git lfs pull", "allow"),
+    ("git -c alias.st=status st", "allow"),
+])
+def test_a_git_name_that_may_be_an_alias_from_the_config_is_asked_when_a_deny_rule_exists(
+    command: str, verdict: str,
+) -> None:
+    """An alias in .git/config (which a command the rules allow could have written) is not
+    on the line: a name git does not know is asked about, not taken for harmless."""
+    assert _verdict(command, "ask", allow=["bash"], deny=["bash(git push *)"]) == verdict, command
+    if "-c" not in command:  # an alias on the line runs what it says: only the very command covers it
+        assert _verdict(command, "ask", allow=["bash(git *)"]) == "allow"  # no deny rule: the rule decides
