@@ -135,6 +135,14 @@ def _compact(sp: argparse.ArgumentParser) -> None:
 
 def _apply(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("session_id", help=_SESSION_ID)
+    sp.epilog = (
+        "If your branch moved on since the workers started (a commit, another session's apply), the "
+        "integration is merged onto it; the tests are not run again on that merge. From a snapshot of "
+        "uncommitted changes only the workers' changes are committed; when they touch files you had "
+        "uncommitted changes in, they are left uncommitted in your working tree, next to yours. Refused "
+        "(exit 1, saying what to do) when your working tree changed since the snapshot, or your branch "
+        "was reset or switched away."
+    )
 
 
 def _json_only(sp: argparse.ArgumentParser) -> None:
