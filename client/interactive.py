@@ -172,6 +172,8 @@ def _start(conn: Connection, args: argparse.Namespace, renderer: Renderer,
     status.model, status.approval = req.model, req.approval
     conn.send(req)
     follower = TurnFollower(conn, req.id, renderer, _trust_asker(conn, req), status=status)
+    if req.kernel_spec:  # where to see the campaign's leaderboard, once its session has an id
+        follower.on_started = lambda sid: out(f"(`musec kernels {sid}` shows the campaign's leaderboard)")
     try:
         session_id = follower.follow()
     except DaemonLost as exc:
@@ -265,8 +267,7 @@ def _start_in_place(conn: Connection, args: argparse.Namespace, status: SessionS
     _end(conn, session_id)
     like = like_this_session(args, status)
     like.kernel_spec = kernel_spec
-    out(f"(a new session: the kernel campaign {kernel_spec}; `musec kernels ID` shows its leaderboard)"
-        if kernel_spec else "(a new session)")
+    out(f"(a new session: the kernel campaign {kernel_spec})" if kernel_spec else "(a new session)")
     return prompt_loop(conn, like)
 
 
@@ -363,14 +364,11 @@ PICKER_HINT = "↑/↓ choose · Enter resumes · Esc, q or Ctrl-C cancels"
 def picker_rows(sessions: list[p.SessionInfo]) -> list[tuple[str, str]]:
     """``(id, row)`` per session: title, state, age, workspace in columns as wide as their
     widest entry (a long state such as ``provider_unreachable`` keeps them aligned)."""
-    from .output import safe
+    from .output import Column, safe, table
 
-    titles = [safe(s.title or "(untitled)")[:50] for s in sessions]
-    states = [safe(s.status) for s in sessions]
-    ages = [age(s.updated_at) for s in sessions]
-    tw, sw, aw = (max(map(len, col)) for col in (titles, states, ages))
-    return [(s.id, f"{t:<{tw}}  {st:<{sw}}  {a:>{aw}}  {safe(s.workspace)}")
-            for s, t, st, a in zip(sessions, titles, states, ages, strict=True)]
+    rows = table([[s.title or "(untitled)", s.status, age(s.updated_at), s.workspace] for s in sessions],
+                 [Column(width=50), Column(), Column(align=">"), Column()])
+    return [(s.id, safe(row)) for s, row in zip(sessions, rows, strict=True)]
 
 
 def pick_session(sessions: list[p.SessionInfo]) -> str | None:
@@ -409,9 +407,11 @@ def cmd_resume(args: argparse.Namespace) -> Exit:
     return _resume_on(connect(), args)
 
 
-def _need_terminal() -> None:
+def _need_terminal(session_id: str = "") -> None:
+    """Refuse without a terminal, naming the headless command (with the session's id when known)."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError("musec resume needs a terminal; use `musec run --resume ID` (or --continue) without one")
+        raise UsageError(f"musec resume needs a terminal; use `musec run --resume {session_id or 'ID'}` "
+                         "(or --continue) without one")
 
 
 def _resume_on(conn: Connection, args: argparse.Namespace, back_to: str = "") -> Exit:
@@ -426,11 +426,11 @@ def _resume_on(conn: Connection, args: argparse.Namespace, back_to: str = "") ->
         if not sessions:
             raise NothingToResume("no session to resume" + (f" in {workspace}" if workspace else "")
                                   + "; start one with `musec`")
-        _need_terminal()
+        _need_terminal(sessions[0].id if args.last else "")
         sid = sessions[0].id if args.last else pick_session(sessions)
         if sid is None:
             return OK
-    _need_terminal()
+    _need_terminal(sid)
     req = p.ResumeSession(id=conn.next_id(), session_id=sid, credentials=credentials(), interactive=True,
                           end_when_idle=False, backlog=True, environment=dict(os.environ),
                           redact=secret_values(), redact_named=secret_env())

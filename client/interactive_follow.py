@@ -45,6 +45,8 @@ class TurnFollower:
     Attributes:
         busy: the agent works (a turn of anyone's runs): the spinner, not the prompt.
         ended: the session's end, once it came.
+        on_started: called with the session's id when the daemon says it started (set
+            after the follower is made).
     """
 
     def __init__(self, conn: Connection, request_id: int, renderer: Renderer,
@@ -54,6 +56,7 @@ class TurnFollower:
         self.renderer = renderer
         self.on_trust = on_trust
         self.on_end = on_end
+        self.on_started: Callable[[str], None] | None = None
         self.status = status if status is not None else SessionStatus()
         self.stream = SessionStream(conn, request_id)
         self.desk = ApprovalDesk(conn, renderer.answered, self._before_ask, renderer.show_diff)
@@ -194,6 +197,8 @@ class TurnFollower:
                     return stream.session_id
             case p.SessionStarted():
                 stream.session_id = msg.session_id
+                if self.on_started is not None:
+                    self.on_started(msg.session_id)
             case p.Event():
                 self._event(msg)
             case p.Delta():

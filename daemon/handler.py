@@ -371,7 +371,7 @@ class Connection:
                     try:
                         await self.send(msg)
                     except p.FrameError as exc:  # this message only; the stream goes on
-                        await self.send(_too_large(sub.request_id, type(msg).__name__, exc))
+                        await self.send(_too_large(sub.request_id, type(msg).__name__, exc, session.id))
             if sub.cut_off:
                 await self.send(p.Resync(id=sub.request_id, session_id=session.id, last_seq=sub.last_seq))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
@@ -380,10 +380,11 @@ class Connection:
             session.detach(sub)
 
 
-def _too_large(request_id: int, what: str, exc: p.FrameError) -> p.Error:
+def _too_large(request_id: int, what: str, exc: p.FrameError, session_id: str = "") -> p.Error:
+    where = f" (`musec log {session_id} --json`)" if session_id else ""
     return p.Error(id=request_id, code="too_large", message=(
-        f"the daemon could not send a {what} message: {exc}; the daemon is still running, "
-        "and the session's log has everything (`musec log ID --json`)"))
+        f"the daemon could not send a {what} message: {exc}; the daemon is still running"
+        + (f", and the session's log has everything{where}" if session_id else "")))
 
 
 async def off_loop(func: Callable[..., T], *args: Any) -> T:

@@ -112,11 +112,11 @@ def test_resume_without_a_terminal_says_so_and_changes_nothing(musec: Musec, bug
                  "--output-format", "json", "a task", cwd=buggy_repo)
     sid = json.loads(done.stdout)["session_id"]
     before = _events(musec, sid)
-    for args in (("resume", "--last"), ("resume",), ("resume", sid)):
+    for args, named in ((("resume", "--last"), sid), (("resume",), "ID"), (("resume", sid), sid)):
         proc = musec(*args, cwd=buggy_repo)
         assert proc.returncode == 2, proc
-        assert proc.stderr.strip().splitlines() == [
-            "musec: musec resume needs a terminal; use `musec run --resume ID` (or --continue) without one"]
+        assert proc.stderr.strip().splitlines() == [  # the session's id when it is known, not a placeholder
+            f"musec: musec resume needs a terminal; use `musec run --resume {named}` (or --continue) without one"]
     assert _events(musec, sid) == before
     assert musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["status"] == "finished"
 
@@ -244,11 +244,13 @@ def test_slash_optimize_starts_a_kernel_campaign_session(musec: Musec, tmp_path:
     term.send("/optimize", "Enter")
     term.wait_for(lambda s: "/optimize SPEC starts a kernel campaign" in s, "the usage line")
     term.send("/optimize cpu-example", "Enter")
-    term.wait_for(lambda s: "The campaign's best is kept." in s and prompt_after(s, "The campaign's best is kept."),
-                  "the campaign's first turn", timeout_s=240)
+    screen = term.wait_for(lambda s: "The campaign's best is kept." in s and prompt_after(s, "The campaign's best is kept."),
+                           "the campaign's first turn", timeout_s=240)
     _leave(term)
     sessions = musec.json("sessions", "--workspace", str(repo), "--json")
     campaign = next(s for s in sessions if s["title"] == "optimize cpu-example")
+    # where its leaderboard is, with the session's real id (not a placeholder)
+    assert f"`musec kernels {campaign['id']}` shows the campaign's leaderboard" in screen and "kernels ID" not in screen
     events = _events(musec, campaign["id"])
     assert events[0]["kernel_spec"] == "cpu-example" and events[0]["approval"] == "auto"
     evaluated = [e for e in events if e["type"] == "kernel_evaluated"]
