@@ -63,6 +63,7 @@ from .commandrules import (
     unsure_reason,
 )
 from .core.errors import AgentError
+from .core.words import counted
 from .netrules import host_regex
 from .shellsplit import split_commands
 from .tools.globmatch import compile_glob
@@ -453,7 +454,7 @@ class Policy:
             else:
                 hidden, by = hidden + 1, rule.text
         if hidden:
-            kept.append(f"[{hidden} result line(s) hidden by the deny rule {by}]")
+            kept.append(f"[{counted(hidden, 'result line')} hidden by the deny rule {by}]")
         return "\n".join(kept)
 
     def always_rules(self, call: Call) -> list[str]:

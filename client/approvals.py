@@ -19,7 +19,7 @@ from musec.daemon import protocol as p
 
 from .connection import Connection
 from .ctrlc import CTRL_C
-from .output import out, safe
+from .output import counted, out, safe
 from .render import call_summary
 
 INTERRUPT: Literal["interrupt"] = "interrupt"
@@ -122,7 +122,7 @@ def describe_call(ev: dict[str, Any]) -> tuple[str, list[str]]:
         value = inp.get(key)
         if isinstance(value, str) and ("\n" in value.rstrip("\n") or len(value) > 80 or safe(value) != value):
             lines = safe(value).rstrip("\n").split("\n")
-            return f"{tool} with this {key} ({len(lines)} line{'s' if len(lines) != 1 else ''})", lines
+            return f"{tool} with this {key} ({counted(len(lines), 'line')})", lines
     return call_summary(ev.get("tool", "?"), inp), []
 
 

@@ -36,7 +36,7 @@ from .errors import (
     ProtocolMismatch,
     RequestFailed,
 )
-from .output import err
+from .output import counted, err
 from .version import __version__
 
 START_TIMEOUT_S = 20.0
@@ -459,7 +459,7 @@ def _other_version(conn: Connection) -> Connection | None:
         err(f"musec: restarting the daemon: it was {_describe(conn)}, this is musec {__version__}")
         stop_daemon(conn)
         return None
-    live = (f"{conn.daemon.sessions} live session(s)" if conn.daemon.sessions > 0
+    live = (counted(conn.daemon.sessions, "live session") if conn.daemon.sessions > 0
             else "sessions that may be live")
     todo = ("when they end, run `musec daemon stop` and the next command starts this version "
             "(or stop it now: its sessions can go on with `musec run --resume ID`)")

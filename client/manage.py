@@ -9,7 +9,7 @@ from musec.daemon import protocol as p
 from .connection import connect
 from .errors import UsageError
 from .exitcodes import OK, Exit
-from .output import out
+from .output import counted, out
 
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -31,10 +31,10 @@ def cmd_gc(args: argparse.Namespace) -> Exit:
     conn = connect()
     r = conn.request(p.CollectSessions(id=conn.next_id(), older_than_s=older_than_s, dry_run=args.dry_run))
     verb = "would remove" if args.dry_run else "removed"
-    out(f"{verb} {len(r.sessions)} session(s), {r.bytes_freed} bytes")
+    out(f"{verb} {counted(len(r.sessions), 'session')}, {counted(r.bytes_freed, 'byte')}")
     sizes = r.session_bytes if len(r.session_bytes) == len(r.sessions) else [None] * len(r.sessions)
     for sid, size in zip(r.sessions, sizes, strict=True):
-        out(f"  {sid}" + (f"  {size} bytes" if size is not None else ""))
+        out(f"  {sid}" + (f"  {counted(size, 'byte')}" if size is not None else ""))
     for line in r.notes:
         out(f"note {line}")
     for line in r.kept:

@@ -62,6 +62,85 @@ def safe_json(line: bytes | str) -> str:
     return text.translate(_JSON_RAW) if _has_json_raw().search(text) else text
 
 
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """``n`` with its noun in the number it needs: ``1 turn``, ``0 turns``, ``2 turns``
+    (``plural`` for a noun that does not just take an s: ``counted(n, "entry", "entries")``).
+
+    The client's copy of ``musec.agents.core.words.counted`` (the client may not import
+    the agents); tests/test_counted.py holds them to the same answers.
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+class Column:
+    """One column of ``table``: its ``header``, alignment (``"<"`` or ``">"``), the most
+    characters it takes (``width``; 0: as wide as its widest cell), and what a longer cell
+    does: ``wrap`` onto more lines inside the column (a sentence such as an agent's state),
+    else it is cut with ``…`` (an id, a model name).
+    """
+
+    __slots__ = ("align", "header", "width", "wrap")
+
+    def __init__(self, header: str = "", *, width: int = 0, align: str = "<", wrap: bool = False) -> None:
+        self.header, self.width, self.align, self.wrap = header, width, align, wrap
+
+
+def table(rows: list[list[str]], columns: list[Column], *, indent: str = "", gap: str = "  ") -> list[str]:
+    """``rows`` (one string per column) as lines of aligned columns, each cell kept inside
+    its column: cut or wrapped at the column's width (``Column``), so a long cell never
+    pushes the rest of its row out of line. The last column is not padded, and not cut
+    unless it has a width. A header line comes first when any column has a header.
+
+    Raises:
+        ValueError: a row has not one cell per column.
+    """
+    cells = [[c.header for c in columns]] if any(c.header for c in columns) else []
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"a row of {len(row)} cells for {len(columns)} columns")
+        cells.append([" ".join(str(cell).split()) for cell in row])  # a cell is one line of text
+    widths = []
+    for i, col in enumerate(columns):
+        widest = max((len(r[i]) for r in cells), default=0)
+        widths.append(min(widest, col.width) if col.width else widest)
+    lines = []
+    for row in cells:
+        parts = [(_wrap(cell, w) if col.wrap else [_cut(cell, w)]) if w else [cell]
+                 for cell, col, w in zip(row, columns, widths, strict=True)]
+        for k in range(max(len(part) for part in parts)):
+            line = gap.join(f"{part[k] if k < len(part) else '':{col.align}{w}}" if n < len(columns) - 1 or col.align == ">"
+                            else (part[k] if k < len(part) else "")
+                            for n, (part, col, w) in enumerate(zip(parts, columns, widths, strict=True)))
+            lines.append((indent + line).rstrip())
+    return lines
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken at spaces (a longer word
+    is broken inside)."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        while len(word) > width:
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(word[:width])
+            word = word[width:]
+        if not line:
+            line = word
+        elif len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            lines.append(line)
+            line = word
+    return [*lines, line] if line or not lines else lines
+
+
 def out(text: str = "", *, stream: TextIO | None = None, end: str = "\n") -> None:
     """Print ``text`` (sanitised) to stdout, or to ``stream``."""
     s = stream or sys.stdout

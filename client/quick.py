@@ -28,7 +28,7 @@ from musec.daemon import protocol as p
 from musec.daemon.protocol import plain
 
 from .exitcodes import OK
-from .output import out, out_json
+from .output import Column, counted, out, out_json, table
 from .version import __version__
 
 TYPE_CHECKING = False  # not typing's: importing typing costs this path's start
@@ -102,8 +102,8 @@ def print_sessions(rows: list[dict[str, Any]], workspace: str, all_: bool, as_js
         out(f"no sessions{where}")
         return
     # one write for all the lines (safe keeps the newlines): not a write and a flush per line
-    out("\n".join(f"{s['id']}  {s['status']:<12} {age(s['updated_at']):>4}  {s['workspace']}  "
-                   f"{' '.join(s['title'].split())}" for s in rows))
+    out("\n".join(table([[s["id"], s["status"], age(s["updated_at"]), s["workspace"], s["title"]] for s in rows],
+                         [Column(), Column(), Column(align=">"), Column(), Column()])))
 
 
 def print_status(info: dict[str, Any], protocol_version: int, as_json: bool) -> None:
@@ -116,7 +116,7 @@ def print_status(info: dict[str, Any], protocol_version: int, as_json: bool) -> 
                   "protocol_version": protocol_version, "compatible": True})
     else:
         out(f"musecd {info['version']} running, pid {info['pid']}, socket {info['socket']}, "
-            f"{len(info['sessions'])} live session(s); log {info['log_file']}")
+            f"{counted(len(info['sessions']), 'live session')}; log {info['log_file']}")
 
 
 def age(ts: float) -> str:

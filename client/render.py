@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from .output import safe
+from .output import counted, safe
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -366,12 +366,12 @@ class Renderer:
         content = str(ev.get("content", ""))
         lines = content.splitlines()
         if ev.get("timed_out"):
-            return f"timed out · {len(lines)} lines of output"
+            return f"timed out · {counted(len(lines), 'line')} of output"
         if ev.get("is_error"):
             return "error: " + _short(lines[0] if lines else content, 100)
         status = ev.get("exit_status")
         head = f"exit {_short(status, 12)} · " if status is not None else ""
-        return f"{head}{len(lines)} line{'s' if len(lines) != 1 else ''}"
+        return f"{head}{counted(len(lines), 'line')}"
 
 
 def attachment_lines(ev: dict[str, Any]) -> list[str]:
@@ -396,7 +396,7 @@ def attachment_lines(ev: dict[str, Any]) -> list[str]:
 
 def _size(n: int) -> str:
     if n < 1024:
-        return "1 byte" if n == 1 else f"{n} bytes"
+        return counted(n, "byte")
     if n < 1024 * 1024:
         return f"{n / 1024:.1f} KiB"
     return f"{n / (1024 * 1024):.1f} MiB"

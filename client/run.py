@@ -13,7 +13,7 @@ from musec.daemon import protocol as p
 from .connection import Connection, connect
 from .errors import DaemonLost, UsageError
 from .exitcodes import Condition, Exit, for_condition, for_error, for_reason
-from .output import err, out_json, out_json_line
+from .output import counted, err, out_json, out_json_line
 from .render import Renderer
 from .requests import check_budgets, check_sandbox, resume_request, start_request
 from .stream import SessionStream
@@ -176,7 +176,8 @@ class _Follower:
                     self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=msg.session_id))
                 if text and not self.quiet:
                     verb = "resumed" if msg.resumed else "session"
-                    cut = f" ({len(msg.interrupted_calls)} interrupted call(s) answered as interrupted)" if msg.interrupted_calls else ""
+                    cut = (f" ({counted(len(msg.interrupted_calls), 'interrupted call')} answered as interrupted)"
+                           if msg.interrupted_calls else "")
                     err(f"{verb} {msg.session_id}{cut}")
             case p.Event():
                 self._event(msg)
@@ -242,5 +243,5 @@ def finish_run(output_format: OutputFormat, msg: p.SessionEnded) -> Exit:
     else:
         if msg.message and msg.exit_reason != "finished":
             err(f"musec: {msg.message}")
-        err(f"musec: {msg.exit_reason} after {msg.turns} turns; log: {msg.log_path}")
+        err(f"musec: {msg.exit_reason} after {counted(msg.turns, 'turn')}; log: {msg.log_path}")
     return code

@@ -15,7 +15,7 @@ from typing import Any
 from musec.daemon import protocol as p
 
 from .connection import Connection
-from .output import out, safe
+from .output import counted, out, safe
 from .status import SessionStatus
 
 BUILTIN = {
@@ -79,25 +79,26 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
         _model(ctx, arg)
     elif name == "/cost":
         report = conn.request(p.Cost(id=conn.next_id(), session_id=sid))
-        for row in report.rows:
-            out(f"  {row.agent:<12} {row.model:<36} {row.calls:>4} calls  in {row.input_tokens:>8}  "
-                f"out {row.output_tokens:>7}  cache {row.cache_read_tokens:>8}  ${row.cost_usd:.4f}")
-        out(f"  total ${report.total_usd:.4f}" + (f" · {report.retries} retries" if report.retries else ""))
-        if report.interrupted:
-            from .views import interrupted_line
+        from .views import cost_table, interrupted_line
 
+        for line in cost_table(report.rows, indent="  "):
+            out(line)
+        out(f"  total ${report.total_usd:.4f}" + (f" · {counted(report.retries, 'retry', 'retries')}" if report.retries else ""))
+        if report.interrupted:
             out("  " + interrupted_line(report.interrupted))
     elif name == "/agents":
-        for a in conn.request(p.ListAgents(id=conn.next_id(), session_id=sid)).agents:
-            context = f"{a.context_percent:.0f}%" if a.context_percent >= 0 else f"{a.context_tokens} tokens"
-            out(f"  {a.agent:<16} {a.role:<10} {a.state:<10} in {a.input_tokens:>8} out {a.output_tokens:>7}  "
-                f"${a.cost_usd:.4f}  context {context}")
+        from .views import agents_table
+
+        for line in agents_table(conn.request(p.ListAgents(id=conn.next_id(), session_id=sid)).agents, indent="  "):
+            out(line)
     elif name == "/workers":
         reply = conn.request(p.ListWorkers(id=conn.next_id(), session_id=sid))
         if not reply.workers:
             out("  no workers in this session")
-        for w in reply.workers:
-            out(f"  {w.name:<16} {w.state:<12} {w.commits} commits  {w.branch}")
+        from .views import workers_table
+
+        for line in workers_table(reply.workers, indent="  "):
+            out(line)
         if reply.integration:
             out(f"  integration: {reply.integration}")
     elif name == "/compact":

@@ -14,7 +14,7 @@ from musec.daemon import protocol as p
 from .connection import connect
 from .errors import UsageError
 from .exitcodes import OK, Condition, Exit, for_condition
-from .output import err, out, out_json, out_json_line
+from .output import Column, counted, err, out, out_json, out_json_line, table
 from .quick import age, print_sessions
 from .render import log_line_summary
 from .requests import resolve_workspace
@@ -39,7 +39,7 @@ def cmd_log(args: argparse.Namespace) -> Exit:
         conn = connect()
         r = conn.request(p.VerifyLog(id=conn.next_id(), session_id=args.args[1]))
         if r.ok:
-            out(f"ok: {r.events} events, hash chain intact ({r.session_id})")
+            out(f"ok: {counted(r.events, 'event')}, hash chain intact ({r.session_id})")
             return OK
         for problem in r.problems:
             out(f"FAILED: {problem}")
@@ -90,11 +90,12 @@ def cmd_replay(args: argparse.Namespace) -> Exit:
                   "redacted_requests": r.redacted_requests})
     else:
         verdict = "every request re-derived byte for byte" if r.ok else "MISMATCH"
-        out(f"{r.session_id}: {r.events} events, {r.turns} turns, {r.model_requests} model requests: {verdict}")
+        out(f"{r.session_id}: {counted(r.events, 'event')}, {counted(r.turns, 'turn')}, "
+            f"{counted(r.model_requests, 'model request')}: {verdict}")
         for problem in r.problems:
             out(f"  {problem}")
         if r.redacted_requests:
-            out(f"  {r.redacted_requests} request(s) held text the log redacts (a secret or key-shaped text); "
+            out(f"  {counted(r.redacted_requests, 'request')} held text the log redacts (a secret or key-shaped text); "
                 "they cannot be rebuilt from the log and were not compared")
         out(f"next request digest: {r.next_request_digest}")
     return OK if r.ok else for_condition(Condition.REPLAY_MISMATCH)
@@ -109,11 +110,13 @@ def cmd_models(args: argparse.Namespace) -> Exit:
 
         out_json(msgspec.to_builtins(r.models))
         return OK
-    out(f"{'model':<36} {'aliases':<18} {'context':>8} {'in $/M':>7} {'cached':>7} {'out $/M':>8}  trains")
-    for m in r.models:
-        ctx = f"{m.context_window_tokens // 1000}k" if m.context_window_tokens else "?"
-        out(f"{m.id:<36} {','.join(m.aliases)[:18]:<18} {ctx:>8} {m.input_per_mtok:>7.2f} {m.cached_input_per_mtok:>7.2f} "
-            f"{m.output_per_mtok:>8.2f}  {'YES' if m.trains_on_data else 'no'}")
+    rows = [[m.id, ",".join(m.aliases), f"{m.context_window_tokens // 1000}k" if m.context_window_tokens else "?",
+             f"{m.input_per_mtok:.2f}", f"{m.cached_input_per_mtok:.2f}", f"{m.output_per_mtok:.2f}",
+             "YES" if m.trains_on_data else "no"] for m in r.models]
+    for line in table(rows, [Column("model", width=40), Column("aliases", width=24), Column("context", align=">"),
+                             Column("in $/M", align=">"), Column("cached", align=">"), Column("out $/M", align=">"),
+                             Column("trains")]):
+        out(line)
     return OK
 
 
@@ -130,9 +133,8 @@ def cmd_workers(args: argparse.Namespace) -> Exit:
     if not r.workers:
         out(f"session {r.session_id} started no workers")
         return OK
-    for w in r.workers:
-        out(f"{w.name:<16} {w.state:<14} {w.commits:>2} commit(s)  {w.input_tokens + w.output_tokens:>8} tokens  "
-            f"${w.cost_usd:.4f}  {w.branch}")
+    for line in workers_table(r.workers):
+        out(line)
     if r.integration:
         out(f"integration {r.integration}")
     return OK
@@ -168,22 +170,9 @@ def cmd_agents(args: argparse.Namespace) -> Exit:
                    "context_window_tokens": a.context_window_tokens or None,
                    "context_percent": a.context_percent if a.context_percent >= 0 else None} for a in r.agents])
         return OK
-    for a in r.agents:
-        last = age(a.last_activity_at) + " ago" if a.last_activity_at else "never"
-        out(f"{a.agent:<20} {a.role:<9} {a.state:<22} {last:>9}  {a.input_tokens + a.output_tokens:>8} tokens  "
-            f"${a.cost_usd:.4f}  context {_context(a)}")
+    for line in agents_table(r.agents):
+        out(line)
     return OK
-
-
-def _context(a: p.AgentInfo) -> str:
-    """``41.2k (21% of 200k)``, or ``41.2k`` when the model's window is unknown; ``-`` before
-    the agent's first request."""
-    if not a.context_tokens:
-        return "-"
-    text = f"{a.context_tokens / 1000:.1f}k" if a.context_tokens >= 1000 else str(a.context_tokens)
-    if a.context_window_tokens:
-        text += f" ({a.context_percent:.0f}% of {a.context_window_tokens // 1000}k)"
-    return text
 
 
 def cmd_cost(args: argparse.Namespace) -> Exit:
@@ -199,11 +188,9 @@ def cmd_cost(args: argparse.Namespace) -> Exit:
              "cache_write_tokens": x.cache_write_tokens, "cost_usd": x.cost_usd} for x in r.rows]})
         return OK
     out(f"session {r.session_id}")
-    out(f"{'agent':<18} {'model':<32} {'calls':>5} {'input':>9} {'cached':>9} {'output':>8} {'cost':>10}")
-    for x in r.rows:
-        out(f"{x.agent:<18} {x.model[:32]:<32} {x.calls:>5} {x.input_tokens:>9} {x.cache_read_tokens:>9} "
-            f"{x.output_tokens:>8} {'$' + format(x.cost_usd, '.4f'):>10}")
-    out(f"total ${r.total_usd:.4f}" + (f" ({r.retries} retried call(s))" if r.retries else ""))
+    for line in cost_table(r.rows):
+        out(line)
+    out(f"total ${r.total_usd:.4f}" + (f" ({counted(r.retries, 'retried call')})" if r.retries else ""))
     if r.interrupted:
         out(interrupted_line(r.interrupted))
     return OK
@@ -213,3 +200,41 @@ def interrupted_line(n: int) -> str:
     """The note under a cost table when answers were cut off (their output is an estimate)."""
     answers = "1 answer was" if n == 1 else f"{n} answers were"
     return f"{answers} interrupted while streaming: counted, with output tokens estimated from the text streamed"
+
+
+def cost_table(rows: list[p.CostRow], indent: str = "") -> list[str]:
+    """``/cost`` and ``musec cost``: one row per agent and model."""
+    return table([[r.agent, r.model, str(r.calls), str(r.input_tokens), str(r.cache_read_tokens), str(r.output_tokens),
+                   f"${r.cost_usd:.4f}"] for r in rows],
+                 [Column("agent", width=20), Column("model", width=40), Column("calls", align=">"),
+                  Column("input", align=">"), Column("cached", align=">"), Column("output", align=">"),
+                  Column("cost", align=">")], indent=indent)
+
+
+def agents_table(agents: list[p.AgentInfo], indent: str = "") -> list[str]:
+    """``/agents`` and ``musec agents``: role, state (a sentence, wrapped in its column),
+    last activity, tokens, cost and context of each agent."""
+    return table([[a.agent, a.role, a.state, age(a.last_activity_at) + " ago" if a.last_activity_at else "never",
+                   str(a.input_tokens + a.output_tokens), f"${a.cost_usd:.4f}", _context(a)] for a in agents],
+                 [Column("agent", width=20), Column("role", width=10), Column("state", width=28, wrap=True),
+                  Column("active", align=">"), Column("tokens", align=">"), Column("cost", align=">"),
+                  Column("context")], indent=indent)
+
+
+def workers_table(workers: list[p.WorkerInfo], indent: str = "") -> list[str]:
+    """``/workers`` and ``musec workers``: state, commits, tokens, cost and branch of each worker."""
+    return table([[w.name, w.state, counted(w.commits, "commit"), counted(w.input_tokens + w.output_tokens, "token"),
+                   f"${w.cost_usd:.4f}", w.branch] for w in workers],
+                 [Column("worker", width=20), Column("state", width=24, wrap=True), Column("commits", align=">"),
+                  Column("tokens", align=">"), Column("cost", align=">"), Column("branch")], indent=indent)
+
+
+def _context(a: p.AgentInfo) -> str:
+    """``41.2k (21% of 200k)``, or ``41.2k`` when the model's window is unknown; ``-`` before
+    the agent's first request."""
+    if not a.context_tokens:
+        return "-"
+    text = f"{a.context_tokens / 1000:.1f}k" if a.context_tokens >= 1000 else str(a.context_tokens)
+    if a.context_window_tokens:
+        text += f" ({a.context_percent:.0f}% of {a.context_window_tokens // 1000}k)"
+    return text

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
 from musec.agents.core import events as evt
+from musec.agents.core.words import counted
 from musec.agents.workers.state import FanoutState
 
 from . import protocol as p
@@ -56,7 +57,7 @@ class WorkersView:
         if ev is None:
             return ""
         tests = "passed" if ev.tests_passed else "FAILED" if ev.tests_passed is False else "not run"
-        return f"{ev.branch} at {ev.head[:12]}: " + ("ok" if ev.ok else f"{len(ev.conflicts)} conflict(s), tests {tests}")
+        return f"{ev.branch} at {ev.head[:12]}: " + ("ok" if ev.ok else f"{counted(len(ev.conflicts), 'conflict')}, tests {tests}")
 
 
 def list_workers(index: SessionIndex, session_id: str, request_id: int) -> p.Workers:

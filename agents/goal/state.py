@@ -20,6 +20,7 @@ from typing import assert_never
 from ..clock import WorkClock
 from ..core import events as evt
 from ..core.conversation import TextBlock, ToolCallBlock
+from ..core.words import counted
 
 __all__ = ["ENDED", "EVALUATOR", "GoalState"]
 
@@ -181,7 +182,7 @@ class GoalState:
         """What the goal has used, against its budget, in words."""
         def of(cap: float, unit: str) -> str:
             return f" of {cap:g}{unit}" if cap else ""
-        return (f"{self.turns} turns{of(self.max_turns, '')}, ${self.cost_usd:.4f}{of(self.budget_usd, '')}, "
+        return (f"{counted(self.turns, 'turn')}{of(self.max_turns, '')}, ${self.cost_usd:.4f}{of(self.budget_usd, '')}, "
                 f"{self.wall_s(now):.0f} s{of(self.max_wall_s, ' s')}")
 
     def exhausted(self, now: float | None = None) -> tuple[str, str]:

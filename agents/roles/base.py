@@ -21,6 +21,7 @@ import msgspec
 import structlog
 
 from ..core import events as evt
+from ..core.words import counted
 from ..recorder import Recorder
 
 log = structlog.get_logger("musec.roles")
@@ -148,7 +149,7 @@ class BackgroundAgent:
                 if attempt == MAX_RESTARTS:
                     self.state = f"failed {attempt + 1} times, stopped: {error}"[:200]
                     return
-                self.state = f"restarting after {attempt + 1} failure(s)"
+                self.state = f"restarting after {counted(attempt + 1, 'failure')}"
                 if attempt == 0:
                     try:
                         self.record(evt.AgentFailed(role=self.role, error=error, retry_in_s=backoff))

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from ..core.events import FileEdited, Review, UserMessage
+from ..core.words import counted
 from ..recorder import Recorder
 from .base import BackgroundAgent
 
@@ -82,7 +83,7 @@ class Reviewer(BackgroundAgent):
         introduced = self.introduced_failures()
         if new and introduced:
             findings.append(f"the verifier's last test run has new failures: {', '.join(introduced[:5])}")
-        self.state = f"reviewed {len(new)} edit(s), {len(findings)} finding(s)"
+        self.state = f"reviewed {counted(len(new), 'edit')}, {counted(len(findings), 'finding')}"
         self.last_activity_at = time.time()
         if findings:
             self.record(Review(edits=len(new), findings=findings))

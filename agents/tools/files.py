@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..core.conversation import ToolSpec
+from ..core.words import counted
 from .base import Access, FileEdit, ToolContext, ToolInputError, ToolOutput
 from .common import get_bool, get_int, get_str, run_in_thread, writable_path
 from .errors import BinaryFile, FileTooLarge
@@ -188,7 +189,7 @@ class ReadFileTool:
         if not lines:
             return ToolOutput(content=f"({name} is empty)")
         if offset > len(lines):
-            raise ToolInputError(f"offset {offset} is past the end of {name} ({len(lines)} lines)")
+            raise ToolInputError(f"offset {offset} is past the end of {name} ({counted(len(lines), 'line')})")
         return _numbered_window(lines[offset - 1 : offset - 1 + limit], offset, len(lines))
 
 
@@ -237,7 +238,7 @@ def _read_big(path: Path, name: str, offset: int, limit: int, *, chunk: int = _C
         rest = _count_lines(f, chunk)
     total = skipped + len(raw) + rest
     if not raw:
-        raise ToolInputError(f"offset {offset} is past the end of {name} ({total} lines)")
+        raise ToolInputError(f"offset {offset} is past the end of {name} ({counted(total, 'line')})")
     text = [line.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r") for line in raw]
     if offset == 1:
         text[0] = text[0].removeprefix("\ufeff")
@@ -350,7 +351,7 @@ class WriteFileTool:
             atomic_write(path, data, ctx.faults, _announcer(ctx, edit, path))
         verb = "created" if before is None else "overwrote"
         lines = len(_split_lines(content))
-        return ToolOutput(content=f"{verb} {name} ({len(data)} bytes, {lines} lines)", edits=[edit])
+        return ToolOutput(content=f"{verb} {name} ({counted(len(data), 'byte')}, {counted(lines, 'line')})", edits=[edit])
 
 
 class EditFileTool:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.faults import NO_FAULTS, Faults
+from ..core.words import counted
 from .errors import BinaryFile, EditNotFound, EditNotUnique
 
 __all__ = [
@@ -315,7 +316,7 @@ def unified_diff(before: str | None, after: str, name: str) -> str:
     a = [] if before is None else before.splitlines(keepends=True)
     b = after.splitlines(keepends=True)
     if len(a) + len(b) > MAX_DIFF_LINES:
-        return f"(diff of {name} omitted: {len(a)} lines before, {len(b)} lines after)\n"
+        return f"(diff of {name} omitted: {counted(len(a), 'line')} before, {counted(len(b), 'line')} after)\n"
     fromfile = "/dev/null" if before is None else f"a/{name}"
     parts, size = [], 0
     for line in difflib.unified_diff(a, b, fromfile, f"b/{name}"):

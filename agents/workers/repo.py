@@ -17,6 +17,7 @@ from typing import Literal
 import pygit2
 from pygit2.enums import FileStatus, RepositoryState
 
+from ..core.words import counted
 from ..tools.base import printable
 from .errors import (
     InvalidName,
@@ -244,8 +245,8 @@ class BaseCommit:
         if not self.snapshot:
             return f"workers start from {self.head[:12]} ({self.branch or 'detached HEAD'})"
         return (
-            f"workers start from a snapshot {self.commit[:12]} of {len(self.dirty_paths)} "
-            f"uncommitted path(s) on top of {self.head[:12]}; your working tree is untouched"
+            f"workers start from a snapshot {self.commit[:12]} of "
+            f"{counted(len(self.dirty_paths), 'uncommitted path')} on top of {self.head[:12]}; your working tree is untouched"
         )
 
 
@@ -298,7 +299,7 @@ def prepare_base(
         return BaseCommit(str(head.id), str(head.id), branch, False, (), ref)
     if dirty == "refuse":
         raise WorktreeDirty(
-            f"the working tree has {len(paths)} uncommitted change(s); commit or stash them, "
+            f"the working tree has {counted(len(paths), 'uncommitted change')}; commit or stash them, "
             f"or let musec snapshot them:\n{list_paths(paths)}",
             paths,
         )

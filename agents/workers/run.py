@@ -106,7 +106,8 @@ class FanOut:
         s, state, repo = self.recorder, self.state_dir, self.repo
         used = [t["name"] for t in tasks if (state / "worktrees" / s.id / t["name"]).exists()]
         if used:
-            return ToolOutput(content=f"spawn_workers: worker name(s) {', '.join(used)} were used earlier in this session "
+            return ToolOutput(content=f"spawn_workers: worker name{'s' if len(used) > 1 else ''} {', '.join(used)} "
+                              f"{'were' if len(used) > 1 else 'was'} used earlier in this session "
                               "(their branches hold that work); choose new names", is_error=True)
         try:
             base = await anyio.to_thread.run_sync(functools.partial(prepare_base, repo, s.id, dirty="snapshot"))

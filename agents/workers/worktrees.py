@@ -23,6 +23,7 @@ from typing import Any
 
 import pygit2
 
+from ..core.words import counted
 from ..tools.base import printable
 from .errors import (
     BranchExists,
@@ -481,7 +482,7 @@ def _holding_work(session_id: str, trees: dict[str, Any]) -> list[tuple[str, str
             dirty = ("(not a repository any more)",)
         if dirty:
             branch = branch_name(session_id, worker)
-            kept.append((worker, f"{len(dirty)} uncommitted path(s) in {path}: "
+            kept.append((worker, f"{counted(len(dirty), 'uncommitted path')} in {path}: "
                          + ", ".join(printable(d) for d in dirty[:5]) + (" ..." if len(dirty) > 5 else "")
                          + f"; to keep them, commit them there (git -C {path} add -A && git -C {path} "
                          f"commit -m wip) and merge branch {branch}, or copy them out; the whole "

@@ -98,7 +98,7 @@ def test_a_listing_hides_what_a_deny_rule_covers(tmp_path: Path) -> None:
     for name in ("a.toml", "secret.key", "b.toml"):
         (tmp_path / "conf" / name).write_text("x\n")
     [listing] = _read(tmp_path, "look in @conf/", deny=("read(*.key)",))
-    assert listing.content.splitlines() == ["conf/a.toml", "conf/b.toml", "[1 result line(s) hidden by the deny rule read(*.key)]"]
+    assert listing.content.splitlines() == ["conf/a.toml", "conf/b.toml", "[1 result line hidden by the deny rule read(*.key)]"]
 
 
 def test_a_file_over_the_budget_is_attached_as_head_and_tail_with_a_note(tmp_path: Path) -> None:

@@ -179,7 +179,7 @@ def test_a_worker_name_is_not_reused_in_a_session(musec: Musec, tmp_path: Path) 
     script.write_text(json.dumps({
         "turns": [[{"tool": "spawn_workers", "input": {"tasks": tasks}}],
                   [{"tool": "spawn_workers", "input": {"tasks": tasks}}],
-                  [{"expect_result": "were used earlier"}, {"text": "ok"}]],
+                  [{"expect_result": "worker name docs was used earlier"}, {"text": "ok"}]],
         "agents": {"worker:docs": {"turns": WORKERS["docs"]}},
     }))
     proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "go", cwd=repo)

@@ -116,7 +116,7 @@ def test_the_streamed_read_matches_the_whole_read(tmp_path_factory, lines, end, 
         ({"path": "a.txt", "offset": 0}, "`offset` must be at least 1"),
         ({"path": "a.txt", "offset": "2"}, "`offset` must be a whole number"),
         ({"path": "a.txt", "limit": True}, "`limit` must be a whole number"),
-        ({"path": "a.txt", "offset": 99}, "past the end of a.txt (1 lines)"),
+        ({"path": "a.txt", "offset": 99}, "past the end of a.txt (1 line)"),
     ],
 )
 async def test_read_bad_input_is_a_one_line_error(
