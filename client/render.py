@@ -91,6 +91,7 @@ class Renderer:
         self.messages = False  # show the person's messages (``user_message``): a terminal that follows a session
         self.own_messages: set[str] = set()  # client_msg_ids of the messages typed here (already on the screen)
         self.typing: Any = lambda: ""  # the line typed ahead while the agent works (shown with the spinner)
+        self._unstarted = CallHeads()  # calls the model made that have not started (refused ones never do)
 
     @property
     def console(self) -> Any:
@@ -220,6 +221,9 @@ class Renderer:
         kind = ev.get("type")
         agent = _s(ev, "agent", "main")
         prefix = "" if agent == "main" else self._c("35", f"[{agent}] ")
+        head = self._unstarted.fold(ev)
+        if head and kind in ("tool_finished", "tool_interrupted"):  # a call that never started: its header first
+            self._line(prefix + self._c("36", "● ") + head)
         if kind == "user_message":
             if self.messages and ev.get("client_msg_id") not in self.own_messages:
                 from_elsewhere = not backlog and bool(ev.get("client_msg_id"))
@@ -374,6 +378,32 @@ class Renderer:
         return f"{head}{counted(len(lines), 'line')}"
 
 
+class CallHeads:
+    """The header (``call_summary``) of each tool call a model made that has not started:
+    a call that is refused (by a rule, the person, a hook, the approval mode, an unknown
+    tool or input) is answered with ``tool_finished`` without ``tool_started``, so its
+    header is shown from here, before its outcome, live, on replay and in ``musec log``.
+    A call leaves when it starts or is answered, so it holds at most one turn's calls."""
+
+    def __init__(self) -> None:
+        self._heads: dict[str, str] = {}
+
+    def fold(self, ev: dict[str, Any]) -> str:
+        """Take one event into account; for the answer to a call that never started
+        (``tool_finished``, ``tool_interrupted``), its header; else ""."""
+        kind = ev.get("type")
+        if kind == "model_response":
+            for b in _blocks(ev):
+                if b.get("type") == "tool_call" and isinstance(b.get("id"), str):
+                    tool = b.get("name", "?")
+                    self._heads[b["id"]] = call_summary(tool, b["input"] if isinstance(b.get("input"), dict) else {})
+        elif kind == "tool_started":
+            self._heads.pop(str(ev.get("call_id")), None)
+        elif kind in ("tool_finished", "tool_interrupted"):
+            return self._heads.pop(str(ev.get("call_id")), "")
+        return ""
+
+
 def attachment_lines(ev: dict[str, Any]) -> list[str]:
     """One line per ``@path`` mention of a ``user_message``: ``⎘ @PATH attached (SIZE)``, or
     ``⎘ @PATH not attached: WHY``; never the content (cleaned, cut to 160 characters)."""
@@ -452,8 +482,11 @@ def goal_words(ev: dict[str, Any]) -> str:
     return line
 
 
-def log_line_summary(ev: dict[str, Any]) -> str:
-    """One line for ``musec log``: seq, time, agent, type and the gist, all cleaned."""
+def log_line_summary(ev: dict[str, Any], calls: CallHeads | None = None) -> str:
+    """One line for ``musec log``: seq, time, agent, type and the gist, all cleaned.
+    ``calls``: the calls seen so far (fed every line in order), so that the answer to a
+    call that never started (refused) names the call, as ``tool_started`` does for one that ran."""
+    head = calls.fold(ev) if calls is not None else ""
     try:
         t = time.strftime("%H:%M:%S", time.localtime(float(ev.get("ts", 0))))
     except (TypeError, ValueError, OverflowError, OSError):
@@ -463,7 +496,9 @@ def log_line_summary(ev: dict[str, Any]) -> str:
     if kind in ("tool_started", "approval_requested"):
         detail = call_summary(ev.get("tool", "?"), _input(ev))
     elif kind == "tool_finished":
-        detail = f"{_s(ev, 'tool')} {Renderer.result_summary(ev)}"
+        detail = f"{head or _s(ev, 'tool')} {Renderer.result_summary(ev)}"
+    elif kind == "tool_interrupted" and head:
+        detail = f"{head} {_s(ev, 'reason')}"
     elif kind == "model_response":
         blocks = _blocks(ev)
         text = " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()

@@ -16,7 +16,7 @@ from .errors import UsageError
 from .exitcodes import OK, Condition, Exit, for_condition
 from .output import Column, counted, err, out, out_json, out_json_line, table
 from .quick import age, print_sessions
-from .render import log_line_summary
+from .render import CallHeads, log_line_summary
 from .requests import resolve_workspace
 
 
@@ -49,6 +49,7 @@ def cmd_log(args: argparse.Namespace) -> Exit:
     conn = connect()
     # Streamed: one Event frame per line, a long line in pieces (protocol 3), so a log of
     # any size is printed as it comes, in memory of one event at a time.
+    calls = CallHeads()
     for msg in conn.stream(p.ReadLog(id=conn.next_id(), session_id=args.args[0])):
         line = msg.line
         try:
@@ -62,7 +63,7 @@ def cmd_log(args: argparse.Namespace) -> Exit:
         if args.json:
             out_json_line(line)
         else:
-            out(log_line_summary(event))
+            out(log_line_summary(event, calls))
     return OK
 
 
