@@ -10,8 +10,6 @@ is withdrawn (the first answer wins, DESIGN §4).
 from __future__ import annotations
 
 import json
-import select
-import sys
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -19,11 +17,12 @@ from musec.daemon import protocol as p
 
 from .connection import Connection
 from .ctrlc import CTRL_C
+from .keys import read_line
 from .output import counted, out, safe
 from .render import call_summary
 
 INTERRUPT: Literal["interrupt"] = "interrupt"
-"""What ``ask_approval`` returns when the person pressed Ctrl-C: interrupt the turn."""
+"""What ``ask_approval`` returns when the person pressed Esc or Ctrl-C: interrupt the turn."""
 
 
 class ApprovalDesk:
@@ -129,7 +128,7 @@ def describe_call(ev: dict[str, Any]) -> tuple[str, list[str]]:
 def ask_approval(ev: dict[str, Any], conn: Connection | None = None,
                  show_diff: Callable[[str], None] | None = None) -> p.Decision | Literal["interrupt"] | None:
     """Ask the person about one call; return allow, deny or always; ``INTERRUPT`` on
-    Ctrl-C (the turn is to be interrupted, as the banner says); Ctrl-D: deny.
+    Esc or Ctrl-C (the turn is to be interrupted, as the banner says); Ctrl-D: deny.
 
     The call's main argument is shown whole with its line breaks, and the rule that asked;
     for a file edit, first the diff it would make (the event's ``preview``).
@@ -162,7 +161,7 @@ def ask_approval(ev: dict[str, Any], conn: Connection | None = None,
         saved = ", ".join(safe(str(r)) for r in always)
         out(f"  ([a]lways saves the allow rule{'s' if len(always) > 1 else ''} {saved})" if always
             else "  ([a]lways allows this call only: no rule can name what it changes)")
-    question = ("Allow it?" if lines else f"Allow {head}?") + " [y]es / [n]o / [a]lways (then Enter; Ctrl-C interrupts): "
+    question = ("Allow it?" if lines else f"Allow {head}?") + " [y]es / [n]o / [a]lways (then Enter; Esc or Ctrl-C interrupts): "
     while True:
         try:
             answer = _read_answer(question, conn, ev.get("call_id"))
@@ -206,35 +205,34 @@ TURN_OVER = "(the turn ended without an answer; the question is withdrawn)"
 
 
 def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | None:
-    """A line from the person, or ``None`` (after saying why) when the daemon says the
-    question no longer stands (``_withdrawn``)."""
+    """A line from the person (``keys.read_line``: Esc raises ``EscPressed``, a
+    ``KeyboardInterrupt``, and is not echoed), or ``None`` (after saying why) when the
+    daemon says the question no longer stands (``_withdrawn``)."""
     with CTRL_C.waiting():  # a Ctrl-C kept while the question was shown interrupts here
-        if conn is None or not sys.stdin.isatty():
-            return input(question)
-        out(question, end="")
-        while True:
-            ready, _, _ = select.select([sys.stdin, conn.sock], [], [])
-            if sys.stdin in ready:
-                line = sys.stdin.readline()
-                if not line:
-                    raise EOFError
-                return line
-            why = next((w for w in (_withdrawn(msg, call_id) for msg in conn.pending()) if w), "")
-            if why:
-                out("\n" + why)
-                return None
+        if conn is None:
+            return read_line(question)
+        why = [""]
+
+        def withdrawn() -> bool:
+            why[0] = next((w for w in (_withdrawn(msg, call_id) for msg in conn.pending()) if w), "")
+            return bool(why[0])
+
+        answer = read_line(question, conn.sock.fileno(), withdrawn)
+        if answer is None:
+            out("\n" + why[0])
+        return answer
 
 
 def ask_trust(message: str) -> bool:
     """Show what trusting the workspace would apply (every hook, skill and config file) and
-    ask; Ctrl-C or Ctrl-D: not trusted."""
+    ask; Esc, Ctrl-C or Ctrl-D: not trusted."""
     head, _, listing = message.partition(" applies: ")
     out(f"{head} applies:" if listing else head)
     for item in listing.split("; "):
         out(f"  {item}")
     while True:
         try:
-            answer = input("Trust it? Hooks will run as commands. [y]es / [n]o (then Enter): ").strip().lower()
+            answer = str(read_line("Trust it? Hooks will run as commands. [y]es / [n]o (then Enter; Esc: no): ")).strip().lower()
         except (EOFError, KeyboardInterrupt):
             out()
             return False

@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from musec.daemon import protocol as p
 
@@ -373,10 +374,20 @@ def picker_rows(sessions: list[p.SessionInfo]) -> list[tuple[str, str]]:
 
 def pick_session(sessions: list[p.SessionInfo]) -> str | None:
     """An arrow-key picker over sessions, the most recently active first; ``None`` when
-    cancelled (Esc, q, Ctrl-C or Ctrl-D). Other keys do nothing: typed text never picks."""
+    cancelled (Esc, q, Ctrl-C or Ctrl-D). Other keys do nothing: typed text never picks.
+    The list is erased when done; a choice leaves one line naming the session."""
     from prompt_toolkit.key_binding import KeyBindings
     from prompt_toolkit.keys import Keys
-    from prompt_toolkit.shortcuts import choice
+    from prompt_toolkit.shortcuts.choice_input import ChoiceInput
+
+    class _Picker(ChoiceInput):  # type: ignore[misc]
+        """prompt_toolkit's ``choice`` whose list is erased when it is done (chosen or
+        cancelled), as the prompt is: ``choice`` (3.0.53) has no ``erase_when_done``."""
+
+        def _create_application(self) -> Any:
+            app = super()._create_application()
+            app.erase_when_done = True
+            return app
 
     keys = KeyBindings()
 
@@ -391,10 +402,16 @@ def pick_session(sessions: list[p.SessionInfo]) -> str | None:
         """Typed text is not a choice (the list's own type-to-find would pick by letter)."""
 
     try:
-        return choice(message=f"Resume which session?  ({PICKER_HINT})", options=picker_rows(sessions),
-                      key_bindings=keys)
+        picked = _Picker(message=f"Resume which session?  ({PICKER_HINT})", options=picker_rows(sessions),
+                         key_bindings=keys).prompt()
     except (KeyboardInterrupt, EOFError):
-        return None
+        picked = None
+    chosen = next((s for s in sessions if s.id == picked), None)
+    if chosen is not None:  # the list is gone: one line says which session comes
+        from .output import safe
+
+        out(f"(resuming session {chosen.id}: {safe(' '.join((chosen.title or '(untitled)').split()))[:80]})")
+    return picked
 
 
 def cmd_resume(args: argparse.Namespace) -> Exit:

@@ -1,15 +1,103 @@
 """Esc while a turn runs: the terminal in cbreak mode (keys come one by one, Ctrl-C still
 raises), watched beside the daemon's socket. Other keys are typed ahead (``TypeAhead``):
-a line ended with Enter is queued as the next message, as Claude Code does."""
+a line ended with Enter is queued as the next message, as Claude Code does.
+
+The client's questions (an approval, a plan's, the workspace's trust, a home workspace)
+are read the same way (``read_line``): the keys are echoed by the client, not the terminal,
+so Esc is a key of its own (``EscPressed``) and never shows as ``^[``."""
 
 from __future__ import annotations
 
 import os
 import select
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .connection import Connection
+
+
+class EscPressed(KeyboardInterrupt):
+    """The person pressed Esc at a question: it means what Ctrl-C means there (interrupt
+    the turn, or no), so it is a ``KeyboardInterrupt`` that says it came from Esc."""
+
+
+def read_line(question: str, wake_fd: int | None = None, woken: Callable[[], bool] | None = None) -> str | None:
+    """Ask ``question`` and read one line from the terminal, echoing what is typed
+    (Backspace and Ctrl-U edit it; arrows and other escape sequences are ignored).
+
+    With ``wake_fd`` (the daemon's socket), ``woken`` is called each time it becomes
+    readable; when it returns True the question no longer stands and ``None`` is returned.
+    Outside a terminal, a line of stdin (without the newline) is read as ``input`` does.
+
+    Raises:
+        EscPressed: Esc (alone, not the start of a key's sequence).
+        KeyboardInterrupt: Ctrl-C.
+        EOFError: Ctrl-D on an empty line, or stdin ended.
+    """
+    if not sys.stdin.isatty():
+        return input(question)
+    import codecs
+    import termios
+    import tty
+
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    decoder = codecs.getincrementaldecoder("utf-8")("ignore")
+    line = ""
+    _write(question)
+    try:
+        tty.setcbreak(fd, termios.TCSANOW)
+        while True:
+            watched = [fd] if wake_fd is None else [fd, wake_fd]
+            ready, _, _ = select.select(watched, [], [])
+            if wake_fd is not None and wake_fd in ready and woken is not None and woken():
+                return None
+            if fd not in ready:
+                continue
+            data = os.read(fd, 64)
+            if not data:
+                raise EOFError
+            if data == b"\x1b":
+                raise EscPressed
+            for ch in decoder.decode(_without_sequences(data)):
+                if ch in "\r\n":
+                    _write("\n")
+                    return line
+                if ch == "\x04" and not line:
+                    _write("\n")
+                    raise EOFError
+                if ch in "\x7f\x08" and line:
+                    _write("\b \b" * _cells(line[-1]))
+                    line = line[:-1]
+                elif ch == "\x15":  # Ctrl-U
+                    _write("\b \b" * sum(map(_cells, line)))
+                    line = ""
+                elif ch.isprintable():
+                    line += ch
+                    _write(ch)
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _cells(ch: str) -> int:
+    """The columns a character takes (East Asian wide ones take two)."""
+    import unicodedata
+
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def _without_sequences(data: bytes) -> bytes:
+    """``data`` without the escape sequences of keys such as the arrows (``ESC [ A``,
+    ``ESC O P``, ``ESC`` + a key for Alt)."""
+    import re
+
+    return re.sub(rb"\x1b(\[[0-?]*[ -/]*[@-~]|O.|.)?", b"", data, flags=re.S)
 
 
 class TypeAhead:

@@ -132,8 +132,11 @@ def check_workspace_scope(args: argparse.Namespace, workspace: str, *, interacti
                          f"cd to a project folder (or pass {ALLOW_BROAD} to work there anyway)")
     out(f"{workspace} is {what}: the agent could read and change every file under it.")
     try:
-        answer = input("Work here anyway? [y]es / [n]o (then Enter): ").strip().lower()
-    except (EOFError, KeyboardInterrupt):
+        from .keys import read_line
+
+        answer = str(read_line("Work here anyway? [y]es / [n]o (then Enter; Esc: no): ")).strip().lower()
+    except (EOFError, KeyboardInterrupt):  # Esc too (keys.EscPressed)
+        out()
         answer = ""
     if answer not in ("y", "yes"):
         raise UsageError(f"not started; cd to a project folder (or pass {ALLOW_BROAD} to skip this question)")

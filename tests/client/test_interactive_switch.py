@@ -80,22 +80,31 @@ def test_the_picker_is_cancelled_by_esc_q_and_ctrl_c_and_lists_other_sessions(mu
     term.wait_for(lambda s: "One." in s and prompt_after(s, "One."), "the first answer")
     for n, key in enumerate(("Escape", "q", "C-c"), start=1):
         term.send("/resume", "Enter")
-        screen = term.wait_for(lambda s, n=n: s.count(PICKER_HINT) == n and "an older task" in s.rpartition(PICKER_HINT)[2],
-                               "the picker")
+        screen = term.wait_for(lambda s: PICKER_HINT in s and "an older task" in s.rpartition(PICKER_HINT)[2], "the picker")
         picker = screen.rpartition("Resume which session?")[2]
         assert "the current task" not in picker  # the session you are in is not offered
         term.send(key)
-        term.wait_for(lambda s: prompt_after(s.rpartition(PICKER_HINT)[2], "an older task"), f"the prompt again after {key}")
+        # the list is erased (issue 18: it stayed on the screen): the prompt comes back under `› /resume`
+        term.wait_for(lambda s, n=n: PICKER_HINT not in s and "an older task" not in s and s.count("› /resume") == n
+                      and prompt_after(s, "› /resume"), f"the picker gone and the prompt again after {key}")
     # Text typed after a cancel goes to the prompt, never picks an entry.
     term.send("/resume", "Enter")
-    term.wait_for(lambda s: s.count(PICKER_HINT) >= 4, "the picker once more")
+    term.wait_for(lambda s: PICKER_HINT in s, "the picker once more")
     term.send("Escape")
     term.send("/resume nosuch", "Enter")
     term.wait_for(lambda s: "no other session named 'nosuch'" in s, "the refusal of an unknown id")
     term.send("go on", "Enter")
     term.wait_for(lambda s: "Two." in s and prompt_after(s, "Two."), "the current session's next answer")
-    _leave(term)
     assert not [e for e in _events(musec, other_id) if e["type"] == "session_resumed"]
+    # A choice erases the list too, leaving one line that names the session chosen.
+    term.send("/resume", "Enter")
+    term.wait_for(lambda s: PICKER_HINT in s, "the picker for a choice")
+    term.send("Enter")
+    screen = term.wait_for(lambda s: f"(resuming session {other_id}: an older task)" in s and "Other." in s
+                           and prompt_after(s, "Other."), "the chosen session")
+    assert PICKER_HINT not in screen
+    _leave(term)
+    assert [e for e in _events(musec, other_id) if e["type"] == "session_resumed"]
 
 
 def test_picker_columns_stay_aligned_with_a_long_state() -> None:

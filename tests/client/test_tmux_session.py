@@ -63,7 +63,7 @@ def test_compact_says_so_and_the_context_percent_drops(musec: Musec, buggy_repo:
     assert types.count("compaction_finished") == 1
 
 
-@pytest.mark.parametrize("answer", ["n", "y"])
+@pytest.mark.parametrize("answer", ["n", "y", "Escape"])
 def test_a_session_in_the_home_directory_is_asked_about(musec: Musec, tmp_path: Path, tmux_factory, answer: str) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -73,13 +73,49 @@ def test_a_session_in_the_home_directory_is_asked_about(musec: Musec, tmp_path: 
     term = tmux_factory(command, musec.env, home)
     screen = term.wait_for(lambda s: "Work here anyway?" in s, "the question")
     assert f"{home} is your home directory" in screen and "›" not in screen  # asked before the session starts
-    term.send(answer, "Enter")
-    if answer == "n":
+    term.send(*([answer] if answer == "Escape" else [answer, "Enter"]))  # Esc says no by itself
+    if answer != "y":
         screen = term.wait_for(lambda s: "EXITED=2" in s, "the client to exit")
         assert "not started" in screen and "--allow-home-workspace" in screen
+        assert "^[" not in screen  # Esc is not echoed
+        if answer == "Escape":
+            assert "Esc: no):\nmusec: not started" in screen  # the refusal on a line of its own
         assert musec.json("sessions", "--all", "--json") == []
         return
     term.wait_for(lambda s: "›" in s, "the prompt")
     term.send("hi", "Enter")
     term.wait_for(lambda s: "Hello from home." in s, "the answer")
     _leave(term)
+
+
+def test_esc_at_an_approval_interrupts_the_turn_without_echo(musec: Musec, buggy_repo: Path, tmp_path: Path,
+                                                             tmux_factory) -> None:
+    """Issue 18: Esc at the question showed ``^[`` and did nothing (the next key then read as
+    ``^[a``); it interrupts the turn, as Ctrl-C does there and as the question says."""
+    script = tmp_path / "ask.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "bash", "input": {"command": "echo first"}}],
+        [{"tool": "bash", "input": {"command": "echo second"}}],
+        [{"expect_result": "second"}, {"text": "Ran it."}]]}))
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval ask", musec.env, buggy_repo)
+    term.wait_for(lambda s: "›" in s, "the prompt")
+    term.send("go", "Enter")
+    screen = term.wait_for(lambda s: "Allow bash(echo first)?" in s, "the question")
+    assert "Esc or Ctrl-C interrupts" in screen
+    term.send("Escape")
+    screen = term.wait_for(lambda s: "[interrupting…]" in s and prompt_after(s, "[interrupting…]"),
+                           "the interrupted turn and the prompt")
+    assert "^[" not in screen
+    # The next question reads its answer cleanly: typed keys are echoed, Backspace edits, arrows are ignored.
+    term.send("again", "Enter")
+    term.wait_for(lambda s: "Allow bash(echo second)?" in s, "the next question")
+    term.send("x", "BSpace", "Left", "y")
+    term.wait_for(lambda s: "interrupts): y" in s.rpartition("Allow bash(echo second)?")[2], "the answer typed")
+    term.send("Enter")
+    screen = term.wait_for(lambda s: "Ran it." in s and prompt_after(s, "Ran it."), "the call run and the answer")
+    assert "^[" not in screen and "[D" not in screen
+    _leave(term)
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    assert [e["decision"] for e in events if e["type"] == "approval_resolved"] == ["allow"]
+    assert [e["exit_reason"] for e in events if e["type"] == "turn_ended"] == ["interrupted", "finished"]
