@@ -39,6 +39,10 @@ class SessionStatus:
         """Take one event into account."""
         kind = ev.get("type")
         agent = str(ev.get("agent", "main"))
+        if kind in ("model_response", "compaction_finished"):  # a summarising call costs like any call
+            cost = ev.get("cost_usd")
+            if isinstance(cost, int | float) and not isinstance(cost, bool):
+                self.cost_usd += float(cost)
         if kind == "session_started":
             self.model = str(ev.get("model") or self.model)
             self.approval = str(ev.get("approval") or self.approval)
@@ -49,9 +53,6 @@ class SessionStatus:
         elif kind in ("session_resumed", "approval_mode_changed") and ev.get("approval"):
             self.approval = str(ev["approval"])
         elif kind == "model_response":
-            cost = ev.get("cost_usd")
-            if isinstance(cost, int | float):
-                self.cost_usd += float(cost)
             usage = ev.get("usage")
             if agent == "main" and isinstance(usage, dict):
                 reported = sum(v for k, v in usage.items() if isinstance(v, int)

@@ -209,32 +209,45 @@ def _live_agent(live: Any, agent: str) -> Any:
 @dataclass
 class CostsView:
     """Tokens and dollars per (agent, model), the number of model retries, and of answers
-    cut off while they streamed (``interrupted``: counted, their output tokens estimated)."""
+    cut off while they streamed (``interrupted``: counted, their output tokens estimated).
+
+    A model is named as the provider reported it (``model_response.model``: the model that
+    served the call, a dated snapshot for some providers). A compaction's summarising call
+    (``compaction_finished``) is charged to the model that made it: its event names the
+    model as the agent asked for it, which the responses to that agent's requests translate
+    (``model_request`` then ``model_response``), so the agent's own model summarising adds
+    to that model's row, and a separate compaction model (``compact_model``) gets its own.
+    Rows are read with ``by_model`` once every event is folded (a compaction may come
+    before the first response that names its model).
+    """
 
     rows: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     retries: int = 0
     interrupted: int = 0
+    _asked: dict[str, tuple[str, str]] = field(default_factory=dict)  # agent -> (provider, model) it last asked for
+    _served: dict[tuple[str, str], str] = field(default_factory=dict)  # (provider, model asked for) -> model reported
+    _summaries: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # (agent, provider, model)
 
     def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event."""
         match event:
             case evt.ModelRetry():
                 self.retries += 1
-            case evt.ModelResponse() | evt.CompactionFinished():  # a summarising call is charged like any call
-                row = self.rows.setdefault((event.agent, event.model),
-                                           {"calls": 0, "in": 0, "out": 0, "cr": 0, "cw": 0, "usd": 0.0})
-                usage = event.usage
-                row["calls"] += 1
-                row["in"] += int(usage.get("input_tokens", 0))
-                row["out"] += int(usage.get("output_tokens", 0))
-                row["cr"] += int(usage.get("cache_read_tokens", 0))
-                row["cw"] += int(usage.get("cache_write_tokens", 0))
-                row["usd"] += float(event.cost_usd)
-                if isinstance(event, evt.ModelResponse) and event.interrupted:
+            case evt.ModelRequest():
+                self._asked[event.agent] = (event.provider, event.model)
+            case evt.ModelResponse():
+                asked = self._asked.get(event.agent)
+                if asked is not None and event.model:
+                    self._served[asked] = event.model
+                _charge(self.rows.setdefault((event.agent, event.model), _row()), event.usage, event.cost_usd)
+                if event.interrupted:
                     self.interrupted += 1
+            case evt.CompactionFinished():  # a summarising call is charged like any call
+                _charge(self._summaries.setdefault((event.agent, event.provider, event.model), _row()),
+                        event.usage, event.cost_usd)
             case (evt.ModelSwitched() | evt.ToolResultsCleared()
                   | evt.SessionStarted() | evt.SessionResumed() | evt.LogRepaired() | evt.TurnEnded() | evt.SessionEnded() | evt.UserMessage()
-                  | evt.AgentMessage() | evt.ModelRequest() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged()
+                  | evt.AgentMessage() | evt.RateLimited() | evt.ApprovalRequested() | evt.ApprovalResolved() | evt.ApprovalModeChanged()
                   | evt.ToolStarted() | evt.FileEditStarted() | evt.FileEdited() | evt.ToolFinished() | evt.ToolInterrupted() | evt.AgentSpawned() | evt.AgentFailed()
                   | evt.WorkerSpawned() | evt.WorkerFinished() | evt.Integration() | evt.IntegrationApplied() | evt.TestRun() | evt.RepoMap()
                   | evt.Review() | evt.BaselineSnapshot() | evt.KernelEvaluated()
@@ -246,6 +259,30 @@ class CostsView:
                 pass
             case _:
                 assert_never(event)
+
+    def by_model(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """(agent, model) -> calls, tokens (``in``, ``out``, ``cr``, ``cw``) and dollars
+        (``usd``), compactions included under the model that made them."""
+        merged = {key: dict(row) for key, row in self.rows.items()}
+        for (agent, provider, model), row in self._summaries.items():
+            into = merged.setdefault((agent, self._served.get((provider, model), model)), _row())
+            for k, v in row.items():
+                into[k] += v
+        return merged
+
+
+def _row() -> dict[str, Any]:
+    return {"calls": 0, "in": 0, "out": 0, "cr": 0, "cw": 0, "usd": 0.0}
+
+
+def _charge(row: dict[str, Any], usage: dict[str, Any], cost_usd: float) -> None:
+    """Add one model call's usage and cost to ``row``."""
+    row["calls"] += 1
+    row["in"] += int(usage.get("input_tokens", 0))
+    row["out"] += int(usage.get("output_tokens", 0))
+    row["cr"] += int(usage.get("cache_read_tokens", 0))
+    row["cw"] += int(usage.get("cache_write_tokens", 0))
+    row["usd"] += float(cost_usd)
 
 
 def cost_report(index: SessionIndex, session_id: str, workspace: str, request_id: int) -> Any:
@@ -265,7 +302,7 @@ def cost_report(index: SessionIndex, session_id: str, workspace: str, request_id
         view.apply(ev)
     out = [p.CostRow(agent=a, model=m, calls=r["calls"], input_tokens=r["in"], output_tokens=r["out"],
                      cache_read_tokens=r["cr"], cache_write_tokens=r["cw"], cost_usd=round(r["usd"], 8))
-           for (a, m), r in sorted(view.rows.items())]
+           for (a, m), r in sorted(view.by_model().items())]
     return p.CostReport(id=request_id, session_id=sid, rows=out, total_usd=round(sum(r.cost_usd for r in out), 8),
                         retries=view.retries, interrupted=view.interrupted)
 

@@ -34,6 +34,9 @@ def test_the_status_line_folds_usage_cost_and_workers() -> None:
     status.fold({"type": "worker_finished", "worker": "a"})
     assert "workers" not in status.text()
     assert SessionStatus("openai-compat/x").context_text() == "ctx 0 tokens"
+    # a compaction's summarising call costs like any call (as `/cost` and `musec cost` count it)
+    status.fold({"type": "compaction_finished", "agent": "main", "cost_usd": 0.125, "tokens_after": 1000})
+    assert "$0.8750" in status.text()
 
 
 def test_the_status_line_takes_the_context_of_each_request_and_a_model_switch() -> None:
