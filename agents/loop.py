@@ -45,6 +45,7 @@ from .core.errors import (
     ProviderUnreachable,
 )
 from .core.faults import NO_FAULTS, Faults
+from .core.words import counted
 from .cutoff import Streamed
 from .history import History
 from .modelswitch import convert_history
@@ -291,7 +292,7 @@ class Agent:
                     return self._propose_plan()
                 continue
             if self.history.turns_since_user >= self.max_turns:
-                return Outcome("max_turns", message=f"stopped after {self.max_turns} model turns (--max-turns)")
+                return Outcome("max_turns", message=f"stopped after {counted(self.max_turns, 'model turn')} (--max-turns)")
             if self.budget_usd and self.history.cost_usd >= self.budget_usd:
                 return Outcome("budget", message=f"stopped at ${self.history.cost_usd:.4f}, the --budget-usd cap is ${self.budget_usd:g}")
             if self.max_wall_s and self.history.wall_s(time.time()) >= self.max_wall_s:

@@ -105,7 +105,7 @@ def table(rows: list[list[str]], columns: list[Column], *, indent: str = "", gap
         widths.append(min(widest, col.width) if col.width else widest)
     lines = []
     for row in cells:
-        parts = [(_wrap(cell, w) if col.wrap else [_cut(cell, w)]) if w else [cell]
+        parts = [(_wrap(cell, w) if col.wrap else [cut(cell, w)]) if w else [cell]
                  for cell, col, w in zip(row, columns, widths, strict=True)]
         for k in range(max(len(part) for part in parts)):
             line = gap.join(f"{part[k] if k < len(part) else '':{col.align}{w}}" if n < len(columns) - 1 or col.align == ">"
@@ -115,7 +115,8 @@ def table(rows: list[list[str]], columns: list[Column], *, indent: str = "", gap
     return lines
 
 
-def _cut(text: str, width: int) -> str:
+def cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: a longer one ends with ``…``."""
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from .output import counted, safe
+from .output import counted, cut, safe
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -148,7 +148,7 @@ class Renderer:
         """What the spinner says: ``working 12s · 340 tokens``."""
         elapsed = time.monotonic() - self._wait_started if self._wait_started else 0.0
         typed = safe(str(self.typing()))
-        return (f"working {elapsed:.0f}s · {self._tokens} tokens (Esc or Ctrl-C interrupts)"
+        return (f"working {elapsed:.0f}s · {counted(self._tokens, 'token')} (Esc or Ctrl-C interrupts)"
                 + (f" › {typed[-40:]}▏" if typed else ""))
 
     def _c(self, code: str, text: str) -> str:
@@ -210,7 +210,7 @@ class Renderer:
         lines = safe(text).rstrip().split("\n") or [""]
         shown = lines[:MESSAGE_LINES]
         if len(lines) > MESSAGE_LINES:
-            shown.append(f"… {len(lines) - MESSAGE_LINES} more lines")
+            shown.append(f"… {counted(len(lines) - MESSAGE_LINES, 'more line')}")
         for i, line in enumerate(shown):
             tail = self._c("2", f"  ({who})") if who and i == len(shown) - 1 else ""
             self._line(("› " if i == 0 else "  ") + line + tail)
@@ -362,7 +362,7 @@ class Renderer:
             style = "green" if ln.startswith("+") else "red" if ln.startswith("-") else "cyan" if ln.startswith("@@") else "dim"
             self.console.print(Text("    " + ln, style=style), soft_wrap=True)
         if len(lines) > max_lines:
-            self.console.print(Text(f"    … {len(lines) - max_lines} more lines (musec log shows them)", style="dim"))
+            self.console.print(Text(f"    … {counted(len(lines) - max_lines, 'more line')} (musec log shows them)", style="dim"))
 
     @staticmethod
     def result_summary(ev: dict[str, Any]) -> str:
@@ -515,5 +515,6 @@ def log_line_summary(ev: dict[str, Any], calls: CallHeads | None = None) -> str:
         detail = goal_words(ev).removeprefix("◎ ")
     elif kind == "session_started":
         detail = f"{_s(ev, 'model')} in {_s(ev, 'workspace')}"
-    line = f"{_s(ev, 'seq', '?'):>5}  {t}  {_s(ev, 'agent'):<6} {kind:<18} {detail}".rstrip()
+    # fixed columns (a log is printed as it is read): a longer agent id is cut, every type fits
+    line = f"{_s(ev, 'seq', '?'):>5}  {t}  {cut(_s(ev, 'agent'), 12):<12} {kind:<21} {detail}".rstrip()
     return " ".join(safe(line).split("\n"))

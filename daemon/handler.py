@@ -21,6 +21,7 @@ import anyio.abc
 import anyio.to_thread
 import structlog
 from musec.agents.core.events import IntegrationApplied
+from musec.agents.core.words import counted
 
 from . import protocol as p
 from .errors import BadRequest, DaemonError
@@ -347,7 +348,7 @@ class Connection:
                 report = verify_off_process(index.log_path(sid))  # a large log in a child: the GIL stays here
                 problems = list(report.problems)
                 if report.torn_bytes:
-                    problems.append(f"torn last line ({report.torn_bytes} bytes without a newline)")
+                    problems.append(f"torn last line ({counted(report.torn_bytes, 'byte')} without a newline)")
                 return p.VerifyResult(id=msg.id, session_id=sid, ok=report.ok, events=report.events, problems=problems)
             case _:
                 assert_never(msg)

@@ -27,6 +27,7 @@ import anyio
 
 from ..attachments import attach
 from ..core.events import UNSET, AnyEvent, GoalChecked, GoalSet, GoalUpdated, UserMessage
+from ..core.words import counted
 from ..loop import Outcome
 from .judge import blocker_of_check, parse_verdict, run_check, workspace_state
 from .spec import GoalSpec, GoalUsageError, parse_goal_command
@@ -217,7 +218,7 @@ class GoalDriver:
         """What the person is told when a goal stops without a verdict of the evaluator."""
         st = self.state
         lines = [f"Goal {st.goal_id} stopped: {why}.", f"Condition: {st.condition}",
-                 f"Judged {st.checks} times; spent {st.spent()}."]
+                 f"Judged {counted(st.checks, 'time')}; spent {st.spent()}."]
         reason = [ln for ln in st.last_reason.strip().splitlines() if ln.strip() and not ln.startswith("exit status:")]
         if reason:  # its first line and, for a check's output, its last (pytest's tally)
             lines.append(f"Last judgment: {reason[0]}" + (f" … {reason[-1].strip()}" if len(reason) > 1 else ""))

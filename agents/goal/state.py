@@ -189,7 +189,7 @@ class GoalState:
         """Which of the goal's limits is spent: the loop's exit reason for it (``max_turns``,
         ``budget``, ``max_wall``) and what happened in words; ``("", "")`` while none is."""
         if self.max_turns and self.turns >= self.max_turns:
-            return "max_turns", f"the goal's {self.max_turns} turns (--max-turns) are spent"
+            return "max_turns", f"the goal's {counted(self.max_turns, 'turn')} (--max-turns) are spent"
         if self.budget_usd and self.cost_usd >= self.budget_usd:
             return "budget", f"the goal's ${self.budget_usd:g} (--budget-usd) is spent: ${self.cost_usd:.4f}"
         if self.max_wall_s and self.wall_s(now) >= self.max_wall_s:
@@ -204,7 +204,7 @@ class GoalState:
                  f"  condition: {self.condition}"]
         if self.check:
             lines.append(f"  check: {self.check}")
-        lines.append(f"  judged {self.checks} times; spent {self.spent()}")
+        lines.append(f"  judged {counted(self.checks, 'time')}; spent {self.spent()}")
         if self.last_reason and self.status in ("active", "paused"):
             lines.append(f"  last judgment: {self.last_reason}")
         if self.summary and self.status in ENDED:

@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from ..core.words import counted
 from .evaluate import Evaluation, evaluate_kernel
 from .keep import branch_name, commit_candidate
 from .leaderboard import Entry, Leaderboard
@@ -88,7 +89,7 @@ class Campaign:
         """Why the campaign may not evaluate any more (wall time or tool calls), or None."""
         limit = self.spec.budget.max_tool_calls
         if limit is not None and tool_calls >= limit:
-            return f"the campaign's budget of {limit} tool calls is spent"
+            return f"the campaign's budget of {counted(limit, 'tool call')} is spent"
         if time.time() - self.started_at >= self.max_wall_s:
             return f"the campaign's wall-time budget of {self.max_wall_s:g} s is spent"
         return None

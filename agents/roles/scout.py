@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from ..core.events import AgentSpawned, AnyEvent, RepoMap, UserMessage
+from ..core.words import counted
 from ..recorder import Recorder
 from ..tools.base import printable
 from ..tools.paths import unescape_bytes
@@ -128,7 +129,9 @@ class Scout(BackgroundAgent):
             if matched or any(w in path.lower() for w in words):
                 hits.append(f"{path}: {', '.join(matched) if matched else '(file)'}")
         tests = [f for f in self.files if is_test(f)]
-        head = f"scout: {len(self.files)} files, {sum(len(v) for v in self.symbols.values())} Python symbols; tests in: {', '.join(tests[:10]) or 'none found'}"
+        symbols = sum(len(v) for v in self.symbols.values())
+        head = (f"scout: {counted(len(self.files), 'file')}, {counted(symbols, 'Python symbol')}; "
+                f"tests in: {', '.join(tests[:10]) or 'none found'}")
         if not hits:
             return head + "\nnothing in the map matches the question's words"
         return head + "\n" + "\n".join(hits[:40])

@@ -48,7 +48,10 @@ def test_musec_log_names_a_refused_call() -> None:
     calls = CallHeads()
     lines = [log_line_summary({"seq": n, "ts": 0, **ev}, calls) for n, ev in enumerate(REFUSED_BY_THE_PERSON)]
     assert "bash(rm -rf src) error: not run: the person refused it" in lines[3]
-    assert lines[5].endswith("tool_finished      bash exit 0 · 1 line")  # one that ran: its start line named it
+    assert lines[5].endswith("tool_finished         bash exit 0 · 1 line")  # one that ran: its start line named it
+    # the columns stay in line whatever the agent and the type (a worker's id, the longest type)
+    other = log_line_summary({"seq": 7, "ts": 0, "agent": "worker:a-long-worker-name", "type": "mcp_server_restarting"})
+    assert other.index("mcp_server_restarting") == lines[5].index("tool_finished")
 
 
 def _script(tmp_path: Path, turns: list) -> str:

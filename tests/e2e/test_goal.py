@@ -278,7 +278,7 @@ def test_goal_commands_in_an_interactive_session(musec: Musec, buggy_repo: Path,
         assert (ended.exit_reason, ended.result) == ("finished", MET["summary"])
         status = goal("status")
         assert status[:2] == ["goal g1: met (the check passes and page() counts from 1)", f"  condition: {CONDITION}"]
-        assert "  judged 1 times; spent 2 turns of 5, $0.0000, " in status[3]
+        assert "  judged 1 time; spent 2 turns of 5, $0.0000, " in status[3]
         with pytest.raises(connection.RequestFailed, match=r"no goal to clear in this session \(goal g1 is met\)"):
             goal("clear")
         conn.request(p.EndSession(id=conn.next_id(), session_id=sid))
