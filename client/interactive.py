@@ -2,7 +2,7 @@
 and ``@path`` mentions, multi-line input, a status line), the session's turns (rendered by
 ``render.Renderer``), approvals, and slash commands (``slash``).
 
-Ctrl-C or Esc during a turn interrupts the turn; Ctrl-C at an approval interrupts the
+Ctrl-C or Esc during a turn interrupts the turn; Ctrl-C or Esc at an approval interrupts the
 turn too; Ctrl-C or Ctrl-D at the prompt leaves. prompt_toolkit and rich load only here.
 """
 
