@@ -439,7 +439,8 @@ def interrupted_words(ev: dict[str, Any]) -> str:
     out = usage.get("output_tokens") if isinstance(usage, dict) else None
     if not isinstance(out, int) or isinstance(out, bool):
         return "answer interrupted"
-    return f"answer interrupted ({'about ' if ev.get('usage_estimated') else ''}{out} output tokens, counted in /cost)"
+    return (f"answer interrupted ({'about ' if ev.get('usage_estimated') else ''}{counted(out, 'output token')}, "
+            "counted in /cost)")
 
 
 MESSAGE_LINES = 12  # lines of a person's message shown when it is replayed or comes from another terminal
