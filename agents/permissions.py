@@ -69,17 +69,8 @@ from .shellsplit import split_commands
 from .tools.globmatch import compile_glob
 
 __all__ = [
-    "ACTIONS",
-    "KINDS",
-    "Call",
-    "Policy",
-    "Rule",
-    "RuleError",
-    "Verdict",
-    "command_segments",
-    "decide_call",
-    "parse_rule",
-    "rules_for_call",
+    "ACTIONS", "KINDS", "Call", "Policy", "Rule", "RuleError", "Verdict",
+    "command_segments", "decide_call", "parse_rule", "rules_for_call",
 ]
 
 ACTIONS = ("allow", "ask", "deny")

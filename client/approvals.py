@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from musec.daemon import protocol as p
 
+from .calls import call_summary
 from .connection import Connection
 from .ctrlc import CTRL_C
 from .keys import read_line
 from .output import counted, out, safe
-from .render import call_summary
 
 INTERRUPT: Literal["interrupt"] = "interrupt"
 """What ``ask_approval`` returns when the person pressed Esc or Ctrl-C: interrupt the turn."""

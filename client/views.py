@@ -11,12 +11,13 @@ from collections.abc import Callable
 
 from musec.daemon import protocol as p
 
+from .calls import CallHeads
 from .connection import connect
 from .errors import UsageError
 from .exitcodes import OK, Condition, Exit, for_condition
 from .output import Column, counted, err, out, out_json, out_json_line, table
 from .quick import age, print_sessions
-from .render import CallHeads, log_line_summary
+from .render import log_line_summary
 from .requests import resolve_workspace
 
 

@@ -32,6 +32,7 @@ from typing import Literal
 
 import pygit2
 
+from ..core.words import counted
 from ..tools.base import printable
 from .errors import (
     HeadMoved,
@@ -221,7 +222,7 @@ def _apply_uncommitted(repo: pygit2.Repository, head: pygit2.Oid, snapshot: pygi
     branch = repo.head.shorthand
     return ApplyResult(
         branch, str(head), str(head), "uncommitted",
-        note=(f"the workers changed {len(touched)} file(s) you had uncommitted changes in "
+        note=(f"the workers changed {counted(len(touched), 'file')} you had uncommitted changes in "
               f"({', '.join(printable(t) for t in touched[:5])}{' ...' if len(touched) > 5 else ''}); so that nothing of yours is "
               f"committed, all their changes are in your working tree, uncommitted, next to yours: review them "
               f"(git diff) and commit; theirs alone: git diff {str(snapshot)[:12]} {integration_branch}. "

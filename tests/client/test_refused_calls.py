@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from musec.client.render import CallHeads, Renderer, log_line_summary
+from musec.client.calls import CallHeads
+from musec.client.render import Renderer, log_line_summary
 
 from tests.conftest import Musec
 
