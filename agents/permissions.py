@@ -82,6 +82,11 @@ KINDS: dict[str, tuple[str, ...]] = {
     "net": (),  # no tool: the connections commands make through the session's proxy
 }
 _KIND_OF_TOOL = {tool: kind for kind, tools in KINDS.items() if kind != "write" for tool in tools}
+#: musec's tools that no rule kind covers: a rule is the tool's bare name (``spawn_workers``),
+#: allowing, asking or denying every call of it. A name not here is an error, never a rule
+#: that silently matches nothing (a typo'd deny rule would protect nothing).
+NAMED_TOOLS = frozenset({"spawn_workers", "ask_agent", "propose_plan", "skill", "evaluate_kernel",
+                         "profile_kernel", "kernel_leaderboard", "grill_question"})
 _MCP_RULE = re.compile(r"\s*(mcp__[A-Za-z0-9_*?\[\]-]+)\s*")
 _RULE = re.compile(r"\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
 EXAMPLES = "bash(pytest *), edit(src/**), read(~/.ssh/**)"
@@ -134,6 +139,8 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
     mcp = _MCP_RULE.fullmatch(text)
     if mcp is not None:
         return Rule(text.strip(), action, "mcp", mcp.group(1), source, origin)
+    if text.strip() in NAMED_TOOLS:
+        return Rule(text.strip(), action, "tool", None, source, origin, tools=(text.strip(),))
     m = _RULE.fullmatch(text)
     if m is None:
         hint = "it is not closed with ')'" if "(" in text and not text.rstrip().endswith(")") else "it is not KIND(PATTERN)"
@@ -142,7 +149,9 @@ def parse_rule(text: object, action: str, *, source: str = "user", origin: str =
     if re.search(r"\)\s*,\s*[A-Za-z_]+\s*\(", text):
         raise RuleError(f"rule {text!r} holds several rules; write each as its own string, like {EXAMPLES}")
     if kind not in KINDS:
-        raise RuleError(f"rule {text!r} names unknown tool kind {kind!r}; use bash(...), edit(...), write(...), read(...) or net(...)")
+        raise RuleError(f"rule {text!r} names unknown tool kind {kind!r}; use bash(...), edit(...), write(...), "
+                        f"read(...), net(...), mcp__SERVER__TOOL or one of musec's tools by name "
+                        f"({', '.join(sorted(NAMED_TOOLS))})")
     if pattern is not None:
         pattern = pattern.strip()
         if not pattern:
@@ -322,9 +331,9 @@ def _unsure_verdict(mode: str, call: Call, rules: Sequence[Rule]) -> Verdict | N
 def rules_for_call(call: Call, workspace: str) -> list[str]:
     """Allow rules a person's "always" makes of ``call`` (``always_for_command`` for
     ``bash``); for files the directory (``edit(src/**)``), or the name of a file at the
-    top of the workspace (``edit(setup.py)``); the tool's own name for an MCP tool;
-    ``[]`` for tools no rule kind covers, and for a command line none can be made of."""
-    if _MCP_RULE.fullmatch(call.tool) and not any(c in call.tool for c in "*?["):
+    top of the workspace (``edit(setup.py)``); the tool's own name for an MCP tool and
+    for musec's own tools (``NAMED_TOOLS``: ``spawn_workers``); ``[]`` for other tools, and for a command line none can be made of."""
+    if _MCP_RULE.fullmatch(call.tool) and not any(c in call.tool for c in "*?[") or call.tool in NAMED_TOOLS:
         return [call.tool]
     kind = _KIND_OF_TOOL.get(call.tool)
     if kind is None:

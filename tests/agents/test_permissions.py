@@ -310,3 +310,21 @@ def test_net_rules_decide_by_host_and_port() -> None:
     for bad in ("net(http://x.org)", "net(x.org:port)", "net(a b)"):
         with pytest.raises(RuleError, match="net\\(pypi.org\\)"):
             parse_rule(bad, "allow")
+
+
+def test_a_named_tool_rule_is_one_config_accepts_and_always_saves_it(tmp_path: Path) -> None:
+    """musec offered the rule "spawn_workers" (headless hint, "[a]lways") that config.toml
+    then refused as an unknown kind, and "always" saved it nowhere (fresh user s5 F14)."""
+    rule = parse_rule("spawn_workers", "allow")
+    assert (rule.kind, rule.tools, rule.pattern) == ("tool", ("spawn_workers",), None)
+    call = Call("spawn_workers", "execute")
+    assert decide_call("ask", call, []).decision == "ask"
+    assert decide_call("ask", call, [rule]).decision == "allow"
+    assert decide_call("auto", call, [parse_rule("spawn_workers", "deny")]).decision == "deny"
+    assert rules_for_call(call, "/w") == ["spawn_workers"]
+    saved: list[list[str]] = []
+    policy = Policy(workspace=tmp_path, save=lambda texts: saved.append(texts) or "/cfg/config.toml")
+    assert policy.remember(call) == {"saved_rules": ["spawn_workers"], "saved_to": "/cfg/config.toml"}
+    assert saved == [["spawn_workers"]]
+    with pytest.raises(RuleError, match="one of musec's tools by name"):
+        parse_rule("spawn_worker", "deny")  # a typo is an error, never a rule that matches nothing
