@@ -196,6 +196,9 @@ class Agent:
         # Why the turn is being cancelled when not by the person (the daemon stopping, the
         # session ended): set by whoever cancels it, said to the model with each call cut off.
         self.stop_cause = ""
+        # Cancel scopes that stop this agent for a reason of their own, each with that reason
+        # (a fan-out worker's time limit): the first one cancelled names the cause.
+        self.limits: list[tuple[anyio.CancelScope, str]] = []
         self.history = History(agent_id)
         self.context_config = context_config or ContextConfig()
         self.window_tokens = window_tokens
@@ -479,11 +482,13 @@ class Agent:
 
     def _answer_interrupted(self, call: ToolCallBlock, rest: list[ToolCallBlock]) -> None:
         """Answer the call cut off and the calls not yet run, so the history stays valid,
-        saying who cut it off: the person (Ctrl-C, Esc), a wall-time limit passing, or what
-        ``stop_cause`` names (the daemon stopping, the session being ended)."""
+        saying who cut it off: the person (Ctrl-C, Esc), a wall-time limit passing, one of
+        ``limits`` (a worker's time limit), or what ``stop_cause`` names (the daemon
+        stopping, the session being ended)."""
         by_wall = self._wall is not None and self._wall.cancel_called
-        if by_wall:
-            why = "the wall-time limit (--max-wall) passed"
+        limit = next((why for scope, why in self.limits if scope.cancel_called), "")
+        if by_wall or limit:
+            why = limit or "the wall-time limit (--max-wall) passed"
             reason = f"stopped: {why}"
         elif self.stop_cause:
             why = reason = self.stop_cause

@@ -497,16 +497,20 @@ class Session:
         async with self._agent_lock:
             self.activity = COMPACTING
             self._broadcast(lambda sub: p.Busy(id=sub.request_id, session_id=self.id, activity=COMPACTING))
-            outcome = CompactOutcome(False, 0, 0, "the compaction was interrupted; it is done before the next model call",
-                                     False, ran=True)
+            outcome = None
             try:
                 with anyio.CancelScope() as scope:
                     self._turn_scope = scope  # Ctrl-C or Esc in any terminal stops it, as a turn
                     self._cut_turn_reset()
                     outcome = (await self._compact_now(focus))._replace(ran=True)
             finally:
+                stopped = outcome is None
+                if outcome is None:  # interrupted; begun (compaction_started logged): done before the next call
+                    outcome = CompactOutcome(False, 0, 0, "the compaction was interrupted" + (
+                        "; it is done before the next model call" if self.agent.history.pending is not None else ""),
+                        False, ran=True)
                 self._turn_scope, self.activity = None, ""
-                note, reason = outcome.line(), "error" if outcome.failed else "finished"
+                note, reason = outcome.line(), "interrupted" if stopped else "error" if outcome.failed else "finished"
                 self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, note=note))
         return outcome
 

@@ -214,6 +214,7 @@ class FanOut:
                 attached = await attach(spec.instruction, agent)
                 self.recorder.record(UserMessage(agent=agent_id, text=spec.instruction, attachments=attached or UNSET))
             with anyio.move_on_after(WORKER_TIME_LIMIT_S) as scope:
+                agent.limits.append((scope, f"the worker's time limit ({WORKER_TIME_LIMIT_S:.0f} s) passed"))
                 outcomes[spec.name] = await agent.run()
             if scope.cancelled_caught:
                 outcomes[spec.name] = Outcome("time_limit", message=f"stopped after {WORKER_TIME_LIMIT_S:.0f} s")

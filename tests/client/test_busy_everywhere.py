@@ -74,3 +74,32 @@ def test_a_compact_from_one_terminal_is_shown_in_every_terminal(musec: Musec, bu
     events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
     assert [e["type"] for e in events].count("compaction_finished") == 1
     assert [e["text"] for e in events if e["type"] == "user_message"][-1] == "typed meanwhile"
+
+
+def test_a_compaction_is_interrupted_from_another_terminal(musec: Musec, buggy_repo: Path, tmp_path: Path,
+                                                           tmux_factory) -> None:
+    gate = tmp_path / "gate"  # never made: only the interrupt ends the compaction
+    _hold_compaction(musec, gate)
+    long = " ".join(f"line {i} of the answer about the pager." for i in range(150))
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [*([{"text": f"{long} End of answer {n}."}] for n in (1, 2, 3)),
+                                            [{"text": "After the interrupted compaction."}]]}))
+    first = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    first.wait_for(lambda s: "›" in s, "the prompt")
+    for n in (1, 2, 3):
+        first.send(f"question {n}", "Enter")
+        first.wait_for(lambda s, n=n: prompt_after(s, f"End of answer {n}."), f"answer {n}", timeout_s=60)
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    second: Tmux = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    second.wait_for(lambda s: prompt_after(s, "End of answer 3."), "the attached terminal's prompt")
+    first.send("/compact", "Enter")
+    second.wait_for(lambda s: "compacting the context…" in s, "the compaction in the other terminal")
+    second.send("C-c")  # the spinner's hint: Ctrl-C interrupts the work, here too
+    for term in (first, second):
+        term.wait_for(lambda s: prompt_after(s, "the compaction was interrupted"), "the compaction stopped")
+    first.send("one more", "Enter")  # the session goes on
+    first.wait_for(lambda s: prompt_after(s, "After the interrupted compaction."), "the next answer", timeout_s=60)
+    first.send("/exit", "Enter")
+    first.wait_for(lambda s: "EXITED=0" in s, "the client to exit")
+    types = [json.loads(x)["type"] for x in musec("log", sid, "--json").stdout.splitlines()]
+    assert "compaction_finished" not in types
