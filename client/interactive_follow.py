@@ -73,6 +73,7 @@ class TurnFollower:
         self.unseen_own: list[str] = []  # client_msg_ids sent here whose user_message has not come yet
         self._interrupted = False
         self._backlog_turn = False
+        self._stale_idle = False  # a turn was seen ended in a backlog: its Idle, if it comes, ends nothing
 
     @property
     def session_id(self) -> str:
@@ -154,6 +155,7 @@ class TurnFollower:
             if stream.turn_ended_while_away:
                 stream.turn_ended_while_away = False
                 self.busy = False
+                self._stale_idle = True  # that turn's Idle may still come on the new subscription
                 return stream.session_id
             try:
                 with CTRL_C.waiting():  # a Ctrl-C kept while an event was shown is raised here
@@ -200,6 +202,7 @@ class TurnFollower:
                 if self.on_started is not None:
                     self.on_started(msg.session_id)
             case p.Event():
+                self._stale_idle = self._stale_idle and msg.backlog
                 self._event(msg)
             case p.Delta():
                 if msg.agent == "main":
@@ -209,9 +212,12 @@ class TurnFollower:
                 self.renderer.resynced()
                 stream.reattach(msg)
             case p.Busy():
+                self._stale_idle = False
                 if msg.activity:  # work that is no turn (a /compact from any terminal): said, then the spinner
                     self.renderer.note(f"{msg.activity}…")
                 self._busy()
+            case p.Idle() if self._stale_idle:  # the Idle of a turn already seen ended (after a cut-off)
+                self._stale_idle = False
             case p.Idle():
                 self.busy = False
                 self.renderer.stop_wait(turn_over=True)
