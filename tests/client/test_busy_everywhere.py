@@ -30,6 +30,20 @@ def _hold_compaction(musec: Musec, gate: Path) -> None:
         f'[[hooks.PreCompact]]\ncommand = "while [ ! -e {gate} ]; do sleep 0.05; done"\nsandbox = false\n')
 
 
+def _three_answers_in_two_terminals(musec: Musec, repo: Path, script: Path, tmux_factory) -> tuple[Tmux, Tmux, str]:
+    """A session with three long answers (something to compact) in one terminal, and a second
+    terminal attached to it, both at the prompt; the session's id."""
+    first = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, repo)
+    first.wait_for(lambda s: "›" in s, "the prompt")
+    for n in (1, 2, 3):
+        first.send(f"question {n}", "Enter")
+        first.wait_for(lambda s, n=n: prompt_after(s, f"End of answer {n}."), f"answer {n}", timeout_s=60)
+    sid = musec.json("sessions", "--workspace", str(repo), "--json")[0]["id"]
+    second: Tmux = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, repo)
+    second.wait_for(lambda s: prompt_after(s, "End of answer 3."), "the attached terminal's prompt")
+    return first, second, sid
+
+
 def test_a_compact_from_one_terminal_is_shown_in_every_terminal(musec: Musec, buggy_repo: Path, tmp_path: Path,
                                                                  tmux_factory) -> None:
     gate = tmp_path / "gate"
@@ -41,14 +55,7 @@ def test_a_compact_from_one_terminal_is_shown_in_every_terminal(musec: Musec, bu
         [{"text": "Summary: three questions about the pager, answered."}],
         [{"text": "Answer to the queued message."}],
     ]}))
-    first = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
-    first.wait_for(lambda s: "›" in s, "the prompt")
-    for n in (1, 2, 3):
-        first.send(f"question {n}", "Enter")
-        first.wait_for(lambda s, n=n: prompt_after(s, f"End of answer {n}."), f"answer {n}", timeout_s=60)
-    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
-    second: Tmux = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
-    second.wait_for(lambda s: prompt_after(s, "End of answer 3."), "the attached terminal's prompt")
+    first, second, sid = _three_answers_in_two_terminals(musec, buggy_repo, script, tmux_factory)
     first.send("/compact", "Enter")
     for term in (first, second):
         term.wait_for(lambda s: "compacting the context…" in s, "the compaction shown as work in progress")
@@ -84,14 +91,7 @@ def test_a_compaction_is_interrupted_from_another_terminal(musec: Musec, buggy_r
     script = tmp_path / "s.json"
     script.write_text(json.dumps({"turns": [*([{"text": f"{long} End of answer {n}."}] for n in (1, 2, 3)),
                                             [{"text": "After the interrupted compaction."}]]}))
-    first = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
-    first.wait_for(lambda s: "›" in s, "the prompt")
-    for n in (1, 2, 3):
-        first.send(f"question {n}", "Enter")
-        first.wait_for(lambda s, n=n: prompt_after(s, f"End of answer {n}."), f"answer {n}", timeout_s=60)
-    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
-    second: Tmux = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
-    second.wait_for(lambda s: prompt_after(s, "End of answer 3."), "the attached terminal's prompt")
+    first, second, sid = _three_answers_in_two_terminals(musec, buggy_repo, script, tmux_factory)
     first.send("/compact", "Enter")
     second.wait_for(lambda s: "compacting the context…" in s, "the compaction in the other terminal")
     second.send("C-c")  # the spinner's hint: Ctrl-C interrupts the work, here too
