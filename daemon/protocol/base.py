@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 # 3: logs and events of any size (issue 12 part 8): ``ReadLog`` streams ``Event`` frames and
 #    ends with ``LogLines{events}``; an event over ``EVENT_PIECE_BYTES`` comes as
 #    ``EventPart`` frames and an ``Event{parts}``; ``Error{too_large}``.
-PROTOCOL_VERSION = 3
+# 4: ``Busy`` (the main agent works: a turn or a compaction, sent to every attached client),
+#    ``Idle.note``: an older client cannot read ``Busy``, so it is told at ``Hello``.
+PROTOCOL_VERSION = 4
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 EVENT_PIECE_BYTES = 4 * 1024 * 1024
 """The most bytes of a log line one frame carries; a longer line is sent in pieces."""
