@@ -226,10 +226,17 @@ def _critic(deps: AgentDeps, session: Session, req: p.StartSession, credentials:
 
 def sandbox_wrap(req: p.StartSession, paths: Any) -> Any:
     """``(argv, cwd) -> argv`` running a command (the tests of the verifier or of an
-    integration) in the same sandbox as the agents' commands, musec's own config and state
-    (``paths``, a ``daemon.paths.Paths``) read-only; ``None`` with no sandbox."""
+    integration) in the same sandbox as the agents' commands: musec's own config and state
+    (``paths``, a ``daemon.paths.Paths``) read-only, what the ``read`` deny rules and the
+    defaults hide hidden (``sandbox_masks``); ``None`` with no sandbox. Where the masks
+    cannot be applied, the argv only says why and fails (exit status 126).
+
+    Raises:
+        BadRequest, TrustRequired: as ``permission_policy``.
+    """
     from musec.agents.tools.base import SandboxPolicy
     from musec.agents.tools.common import git_control_paths
+    from musec.agents.tools.errors import SandboxUnavailable
     from musec.agents.tools.sandbox import bwrap_argv, find_bwrap
 
     if req.sandbox == "off" or os.uname().sysname == "Darwin":
@@ -239,12 +246,53 @@ def sandbox_wrap(req: p.StartSession, paths: Any) -> Any:
         return None
     # Test runs of musec's own (verifier, integration) leave no bytecode in the tree.
     env = {**tool_env(req.environment), "PYTHONDONTWRITEBYTECODE": "1"}
+    read_deny, hide = sandbox_masks(paths, req, Path(req.workspace).resolve())
 
     def wrap(argv: list[str], cwd: Path) -> list[str]:
-        policy = SandboxPolicy(read_only=(str(paths.config), str(paths.state), *git_control_paths(cwd)))
-        return bwrap_argv(policy, cwd, env, argv, bwrap=bwrap)
+        policy = SandboxPolicy(read_only=(str(paths.config), str(paths.state), *git_control_paths(cwd)),
+                               read_deny=read_deny, hide=hide)
+        try:
+            return bwrap_argv(policy, cwd, env, argv, bwrap=bwrap)
+        except SandboxUnavailable as exc:
+            return ["/bin/sh", "-c", 'printf "musec: %s\\n" "$1" >&2; exit 126', "sh", str(exc)]
 
     return wrap
+
+
+def sandbox_masks(paths: Any, req: p.StartSession, workspace: Path, policy: Any = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What commands in ``workspace`` must not see: the ``read`` deny globs of the rules
+    (``SandboxPolicy.read_deny``) and musec's default hidden paths, less those a ``read``
+    allow rule names (``SandboxPolicy.hide``). ``policy``: the workspace's
+    ``permission_policy`` when the caller has it.
+
+    Raises:
+        BadRequest: a read deny rule would hide the workspace itself (it names the rule);
+            see also ``permission_policy``.
+    """
+    from musec.agents.tools.errors import SandboxUnavailable
+    from musec.agents.tools.masks import HidesWorkspace, default_hidden, hidden_paths
+
+    policy = policy if policy is not None else permission_policy(paths, req, workspace)
+    read_deny = policy.read_deny_globs()
+    allowed = [r.pattern for r in policy.rules if r.action == "allow" and r.kind == "read" and r.pattern]
+    # `~` is the daemon's home in the rules, but commands get the terminal's HOME (tool_env):
+    # where the two differ, what `~` names is hidden under both (fresh-user s5 F2).
+    homes = dict.fromkeys([os.path.expanduser("~"), tool_env(req.environment).get("HOME", "")])
+    hide = tuple(dict.fromkeys(p for home in homes if home.startswith("/")
+                               for p in default_hidden(home, str(paths.config), allowed)))
+    for home in list(homes)[1:]:
+        if home.startswith("/"):
+            denies = [r.pattern for r in policy.rules if r.action == "deny" and r.kind == "read" and r.pattern]
+            read_deny += tuple(home.rstrip("/") + d[1:] for d in denies if d == "~" or d.startswith("~/"))
+    read_deny = tuple(dict.fromkeys(read_deny))
+    if req.sandbox != "off" and read_deny:
+        try:
+            hidden_paths([g for g in read_deny if g.startswith("/")], workspace)
+        except HidesWorkspace as exc:
+            raise BadRequest(str(exc)) from exc
+        except SandboxUnavailable:  # too many files to look at: each command says so when it runs
+            pass
+    return read_deny, hide
 
 
 def build_agent(
@@ -280,13 +328,14 @@ def build_agent(
     entry, provider = _provider(deps, session, req.model, credentials, agent_id, workspace)
     mode = req.sandbox if req.sandbox != "auto" else ("seatbelt" if darwin else "bwrap")
     policy = permission_policy(deps.paths, req, workspace)
+    read_deny, hide = sandbox_masks(deps.paths, req, workspace, policy)
     ctx = ToolContext(
         workspace=workspace,
         env=tool_env(req.environment),
-        sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval), read_deny=policy.read_deny_globs(),
+        sandbox=SandboxPolicy(mode=mode, profile=sandbox_profile(req.approval), read_deny=read_deny,
                               proxy_socket=net_proxy_socket(session, policy) if mode == "bwrap" else "",
                               read_only=(str(deps.paths.config), str(deps.paths.state),
-                                         *git_control_paths(workspace))),
+                                         *git_control_paths(workspace)), hide=hide),
         state_dir=deps.paths.state,
         agent_id=agent_id,
         blackboard=session.blackboard,

@@ -85,7 +85,9 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     workspace mounted read-only, for plan mode and ``--approval read-only``).
     ``mode`` is ``bwrap``, ``seatbelt`` or ``off`` (only when the person chose it).
     ``read_deny`` holds the globs of the ``read`` deny rules (absolute, or relative to
-    the workspace); what they match is hidden from commands (``sandbox.hidden_paths``).
+    the workspace); what they match is hidden from commands (``masks.hidden_paths``).
+    ``hide``: absolute paths hidden from commands whatever the rules say (musec's
+    defaults, ``masks.default_hidden``: credential stores); one holding the workspace is not.
     ``proxy_socket``: the session's network proxy (``daemon/netproxy.py``) when ``net``
     rules open the network for some hosts; with bwrap the network stays unshared and
     commands reach the proxy through ``netbridge``.
@@ -102,6 +104,7 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     read_deny: tuple[str, ...] = ()
     proxy_socket: str = ""
     read_only: tuple[str, ...] = ()
+    hide: tuple[str, ...] = ()
 
 
 class ToolContext(msgspec.Struct):

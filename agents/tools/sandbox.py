@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .base import SandboxPolicy
 from .errors import SandboxUnavailable
-from .globmatch import compile_glob
+from .masks import hidden_paths
 from .paths import is_within
 
 __all__ = [
@@ -79,71 +79,6 @@ def _writable_roots(policy: SandboxPolicy, workspace: str) -> list[str]:
     return roots
 
 
-MAX_HIDE_SCAN = 200_000
-"""``hidden_paths`` looks at no more than this many entries to find what a rule covers."""
-
-_GLOB_CHARS = set("*?[{")
-
-
-def _walk(top: str, budget: list[int]) -> Iterator[tuple[str, bool]]:
-    """``(path, is_dir)`` below ``top`` (symlinks not followed), spending ``budget``."""
-    for root, dirs, files in os.walk(top):
-        dirs[:] = [d for d in dirs if d != ".git" or root != top]
-        for name, is_dir in [(d, True) for d in dirs] + [(f, False) for f in files]:
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise SandboxUnavailable(
-                    f"too many files under {top} to apply the read deny rules to commands; "
-                    "write the rules with a fixed leading folder (e.g. read(secret/**))"
-                )
-            yield os.path.join(root, name), is_dir
-
-
-def _rule_matches(pattern: str, workspace: str, budget: list[int]) -> set[str]:
-    full = pattern if pattern.startswith("/") else os.path.join(workspace, pattern)
-    parts = full.split("/")
-    fixed = next((i for i, part in enumerate(parts) if _GLOB_CHARS & set(part)), len(parts))
-    prefix = "/".join(parts[:fixed]) or "/"
-    rest = "/".join(parts[fixed:])
-    if not os.path.lexists(prefix):
-        return set()
-    if rest in ("", "**"):
-        return {prefix}
-    regex = compile_glob(rest)
-    return {path for path, _ in _walk(prefix, budget) if regex.fullmatch(os.path.relpath(path, prefix))}
-
-
-def hidden_paths(patterns: Sequence[str], workspace: Path | str) -> list[tuple[str, bool]]:
-    """What the ``read`` deny globs cover, as ``(real path, is_dir)``: the matching files
-    and folders (symlinks resolved), and every other name in the workspace of a covered
-    file (hard links: the same device and inode), so that no spelling reaches them.
-
-    Raises:
-        SandboxUnavailable: a glob would need more than ``MAX_HIDE_SCAN`` entries looked at.
-    """
-    ws = os.path.realpath(workspace)
-    budget = [MAX_HIDE_SCAN]
-    found: set[str] = set()
-    for pattern in patterns:
-        found.update(os.path.realpath(p) for p in _rule_matches(pattern, ws, budget))
-    linked: set[tuple[int, int]] = set()
-    for path in found:
-        members = [(path, False)] if not os.path.isdir(path) else _walk(path, budget)
-        for member, is_dir in members:
-            st = os.lstat(member)
-            if not is_dir and st.st_nlink > 1:
-                linked.add((st.st_dev, st.st_ino))
-    if linked:
-        for path, is_dir in _walk(ws, budget):
-            if not is_dir:
-                st = os.lstat(path)
-                if (st.st_dev, st.st_ino) in linked:
-                    found.add(path)
-    dirs = [p for p in found if os.path.isdir(p)]
-    covered = [p for p in found if any(p != d and p.startswith(d.rstrip("/") + "/") for d in dirs)]
-    return sorted((p, os.path.isdir(p)) for p in found - set(covered) if os.path.lexists(p))
-
-
 def bwrap_argv(
     policy: SandboxPolicy,
     workspace: Path | str,
@@ -194,7 +129,7 @@ def bwrap_argv(
         writable.append(root)
     for folder in protected_folders(policy, writable):
         argv += ["--ro-bind-try", folder, folder]
-    for path, is_dir in hidden_paths(policy.read_deny, ws) if policy.read_deny else ():
+    for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide) if policy.read_deny or policy.hide else ():
         argv += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
     if policy.proxy_socket and not policy.network:
         folder = os.path.dirname(policy.proxy_socket)
@@ -295,7 +230,7 @@ def seatbelt_profile(
         lines.append(f"(allow file-write* {subpaths})")
         for folder in protected_folders(policy, writable):  # a later rule wins in SBPL
             lines.append(f"(deny file-write* (subpath {_sbpl_string(folder)}))")
-    for path, is_dir in hidden_paths(policy.read_deny, ws) if policy.read_deny else ():
+    for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide) if policy.read_deny or policy.hide else ():
         kind = "subpath" if is_dir else "literal"
         lines.append(f"(deny file-read* ({kind} {_sbpl_string(path)}))")
     if policy.network:

@@ -35,7 +35,7 @@ def _make_ctx(workspace: Path, env: dict[str, str] | None = None, **fields: obje
         "LANG": "C.UTF-8",
     }
     policy = {
-        k: fields.pop(k) for k in ("mode", "profile", "network", "writable_roots", "read_deny", "read_only") if k in fields
+        k: fields.pop(k) for k in ("mode", "profile", "network", "writable_roots", "read_deny", "read_only", "hide") if k in fields
     }
     return ToolContext(
         workspace=workspace,
