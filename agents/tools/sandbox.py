@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .base import SandboxPolicy
 from .errors import SandboxUnavailable
+from .gitmounts import bwrap_git_args, seatbelt_git_rules
 from .masks import hidden_paths
 from .paths import is_within
 
@@ -129,6 +130,7 @@ def bwrap_argv(
         writable.append(root)
     for folder in protected_folders(policy, writable):
         argv += ["--ro-bind-try", folder, folder]
+    argv += _git_args(ws, writable, policy.profile != "read-only")
     for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide) if policy.read_deny or policy.hide else ():
         argv += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
     if policy.proxy_socket and not policy.network:
@@ -140,6 +142,15 @@ def bwrap_argv(
         argv += ["--setenv", key, value]
     argv += ["--chdir", ws, "--", *command]
     return argv
+
+
+def _git_args(workspace: str, writable: list[str], write: bool) -> list[str]:
+    """``gitmounts.bwrap_git_args``; a gitdir musec cannot prepare is left as it was (git
+    then fails in the sandbox with its own message) rather than failing the command."""
+    try:
+        return bwrap_git_args(workspace, writable, write=write)
+    except OSError:
+        return []
 
 
 def protected_folders(policy: SandboxPolicy, writable: Sequence[str]) -> list[str]:
@@ -230,6 +241,8 @@ def seatbelt_profile(
         lines.append(f"(allow file-write* {subpaths})")
         for folder in protected_folders(policy, writable):  # a later rule wins in SBPL
             lines.append(f"(deny file-write* (subpath {_sbpl_string(folder)}))")
+        if policy.profile != "read-only":
+            lines += seatbelt_git_rules(ws, writable, _sbpl_string)
     for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide) if policy.read_deny or policy.hide else ():
         kind = "subpath" if is_dir else "literal"
         lines.append(f"(deny file-read* ({kind} {_sbpl_string(path)}))")

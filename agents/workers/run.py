@@ -51,7 +51,8 @@ WORKER_PROMPT = """
 You are worker {name} of a fan-out: one of several agents working in parallel, each in its
 own Git worktree at {path} on branch {branch}. Do only your own task. Your changes are
 committed on your branch when you stop; then every branch is merged and tested together.
-When you are done, say in one or two sentences what you changed."""
+Git works here (status, diff, log, add), but do not commit: musec does, and the
+repository's refs are read-only to you. When you are done, say in one or two sentences what you changed."""
 
 #: ``make_agent(agent_id, workspace, prompt_suffix)``: a worker's agent (``agents.loop.Agent``)
 #: whose tools are confined to ``workspace``; may raise (the worker then ends in error).

@@ -226,6 +226,11 @@ def commit_all(
     repo = open_repository(path)
     refuse_busy(repo)
     index = repo.index
+    # A worker's own `git add` wrote its blobs to its sandbox's object store, not this
+    # repository's (tools.gitmounts): drop such entries, add_all hashes the files again.
+    for entry in list(index):
+        if entry.mode != pygit2.enums.FileMode.COMMIT and entry.id not in repo.odb:
+            index.remove(entry.path)
     index.add_all()
     index.write()
     tree = index.write_tree()
