@@ -10,8 +10,9 @@ What the sandbox gives a musec worktree (bubblewrap):
 - the common git dir read-only: objects, refs, config, hooks. The person's branches, their
   other worktrees and musec's own refs cannot be moved from a worker;
 - the worktree's own gitdir writable (its index, ``index.lock``, ``logs/HEAD``), except
-  ``HEAD``, ``commondir`` and ``gitdir``, read-only: a worker cannot point its worktree at
-  another branch (musec commits the worker's work on its ``HEAD``) or another repository;
+  ``HEAD``, ``commondir``, ``gitdir`` and ``config.worktree``, read-only: a worker cannot
+  point its worktree at another branch (musec commits the worker's work on its ``HEAD``)
+  or another repository, nor give it config that makes git run a program;
 - an object store of its own over ``<common>/objects`` (``<gitdir>/musec-objects``), whose
   ``info/alternates`` names the real objects, mounted read-only at ``OBJECTS_ALIAS``: new
   objects (``git add``, ``git stash create``) go there, nothing can remove the person's.
@@ -24,7 +25,7 @@ What the sandbox gives a musec worktree (bubblewrap):
 So ``git status``, ``diff``, ``log``, ``show``, ``blame``, ``add``, ``restore``, ``stash
 create`` work in a worker; ``commit``, ``branch``, ``tag``, ``checkout`` of another branch,
 ``stash`` (push) and ``fetch`` do not. Seatbelt (macOS) cannot mount: there the gitdir is
-writable, ``HEAD``/``commondir``/``gitdir`` are not, and the objects stay read-only, so
+writable, ``_PROTECTED`` are not, and the objects stay read-only, so
 ``git add`` fails too (git says the object database is not writable).
 
 Other linked worktrees (a person's own, ``git worktree add``) get only the common git dir
@@ -54,7 +55,11 @@ echo "musec: a worker does not commit. musec commits everything in this worktree
 exit 1
 """
 
-_PROTECTED = ("HEAD", "commondir", "gitdir")
+_PROTECTED = ("HEAD", "commondir", "gitdir", "config.worktree")
+"""Read-only in the writable gitdir: where the worktree's branch and repository are named,
+and its own config (read when the repository sets ``extensions.worktreeConfig``, as
+``git sparse-checkout`` does; a ``core.fsmonitor`` there would run on the host). An empty
+``config.worktree`` is made first so that there is a file to protect."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,9 @@ def _prepare(git: WorktreeGit) -> tuple[str, str]:
     alternates = os.path.join(info, "alternates")
     if _read_small(alternates) != OBJECTS_ALIAS + "\n":
         Path(alternates).write_text(OBJECTS_ALIAS + "\n", encoding="utf-8")
+    config = os.path.join(git.gitdir, "config.worktree")
+    if not os.path.lexists(config):
+        Path(config).touch(mode=0o644)
     hooks = os.path.join(git.gitdir, "musec-hooks")
     os.makedirs(hooks, mode=0o755, exist_ok=True)
     hook = os.path.join(hooks, "pre-commit")
@@ -149,8 +157,8 @@ def bwrap_git_args(workspace: Path | str, writable: list[str], *, write: bool = 
 
 
 def seatbelt_git_rules(workspace: Path | str, writable: list[str], quote: Callable[[str], str]) -> list[str]:
-    """SBPL rules for a musec worktree (its gitdir writable but ``HEAD``, ``commondir`` and
-    ``gitdir``); ``quote`` turns a path into an SBPL string. ``[]`` when not one."""
+    """SBPL rules for a musec worktree (its gitdir writable but ``_PROTECTED``); ``quote``
+    turns a path into an SBPL string. ``[]`` when not one."""
     git = worktree_git(workspace)
     if git is None or not git.musec or any(is_within(git.gitdir, root) for root in writable):
         return []

@@ -67,3 +67,19 @@ def test_a_rule_hiding_the_workspace_is_a_clear_session_error(home: Path, tmp_pa
     paths = _paths(tmp_path, '[permissions]\ndeny = ["read(~/**)"]\n')
     with pytest.raises(BadRequest, match=r"read deny rule read\(.*\) would hide the workspace"):
         sandbox_wrap(p.StartSession(id=1, workspace=str(ws), model="m"), paths)
+
+
+def test_tilde_rules_hide_under_the_terminal_s_home_too(home: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fresh user's case: the daemon started with one HOME, the terminal running the
+    session has another, and commands get the terminal's (tool_env)."""
+    daemon_home = tmp_path / "daemon-home"
+    daemon_home.mkdir()
+    monkeypatch.setenv("HOME", str(daemon_home))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    paths = _paths(tmp_path, '[permissions]\ndeny = ["read(~/vault/**)"]\n')
+    req = p.StartSession(id=1, workspace=str(ws), model="m", environment={"HOME": str(home), "PATH": "/usr/bin:/bin"})
+    wrap = sandbox_wrap(req, paths)
+    out = _run(wrap(["sh", "-c", "cat ~/.ssh/id_rsa ~/vault/a.txt; echo home=$HOME"], ws), ws)
+    assert f"home={home}" in out and KEY not in out, out

@@ -70,12 +70,14 @@ async def test_a_worker_cannot_commit_or_move_refs(worker: Path, repo: Path, mak
     command = (f"{GIT} add -A; {GIT} commit -qm x; echo commit=$?; {GIT} commit --no-verify -qm x; "
                "git update-ref refs/heads/main HEAD~0 2>&1 | tail -1; git branch evil 2>&1 | tail -1; "
                "git checkout -q main 2>&1 | tail -1; echo 'ref: refs/heads/main' > " + git.gitdir + "/HEAD; "
+               f"printf '[core]\\n\\tfsmonitor = touch {repo}/ran\\n' > {git.gitdir}/config.worktree; "
                f"rm -rf {git.common}/objects/* 2>&1 | head -1; echo hi > {repo}/x.txt; echo END")
     out = await BashTool().run({"command": command}, ctx)
     assert "musec: a worker does not commit" in out.content and "commit=1" in out.content, out.content
     assert "Read-only file system" in out.content and "END" in out.content
     assert _refs(repo) == before  # no ref of the person's (or musec's) moved
     assert Path(git.gitdir, "HEAD").read_text() == head_file
+    assert Path(git.gitdir, "config.worktree").read_text() == ""  # no config that runs a program
     assert not (repo / "x.txt").exists() and pygit2.Repository(str(repo)).head.peel().tree is not None
     # musec commits what the worker left, including the file its own `git add` staged
     commit = commit_all(worker, "musec worker w1")
