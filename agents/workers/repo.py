@@ -312,3 +312,13 @@ def prepare_base(
     commit = repo.create_commit(None, sig, sig, message, tree, [head.id])
     repo.references.create(ref, commit, force=True)
     return BaseCommit(str(commit), str(head.id), branch, True, tuple(printable(p) for p in paths), ref)
+
+
+def drop_foreign_entries(repo: pygit2.Repository, index: pygit2.Index) -> pygit2.Index:
+    """``index`` (not written) without the entries whose object ``repo`` lacks: a worker's
+    own ``git add`` writes its blobs to its sandbox's object store, not the repository's
+    (``tools.gitmounts``), and committing such an index fails with "object not found";
+    ``add_all`` then hashes those files again."""
+    for path in [e.path for e in index if e.mode != pygit2.enums.FileMode.COMMIT and e.id not in repo.odb]:
+        index.remove(path)
+    return index

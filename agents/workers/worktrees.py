@@ -37,6 +37,7 @@ from .repo import (
     BaseCommit,
     check_name,
     default_signature,
+    drop_foreign_entries,
     head_commit,
     open_repository,
     refuse_busy,
@@ -225,12 +226,7 @@ def commit_all(
     path = worktree.path if isinstance(worktree, Worktree) else Path(worktree)
     repo = open_repository(path)
     refuse_busy(repo)
-    index = repo.index
-    # A worker's own `git add` wrote its blobs to its sandbox's object store, not this
-    # repository's (tools.gitmounts): drop such entries, add_all hashes the files again.
-    for entry in list(index):
-        if entry.mode != pygit2.enums.FileMode.COMMIT and entry.id not in repo.odb:
-            index.remove(entry.path)
+    index = drop_foreign_entries(repo, repo.index)  # a worker's own `git add` is hashed again
     index.add_all()
     index.write()
     tree = index.write_tree()
