@@ -10,8 +10,8 @@ an evaluation needs and nothing more:
 - its request/result folder writable (a temporary folder, re-mounted over the private /tmp),
   with the compilers' caches (``TRITON_CACHE_DIR``, ``XDG_CACHE_HOME``) inside it;
 - the NVIDIA device files (``/dev/nvidia*``), which bubblewrap's minimal ``/dev`` lacks;
-- read-only, the folders it reads that the private ``/tmp`` would hide (the spec's folder,
-  the Python environment), when they live under ``/tmp``.
+- read-only, the spec's folder when the private ``/tmp`` would hide it (musec's own Python
+  and code are shown by ``sandbox.bwrap_argv`` itself).
 
 ``--sandbox off`` runs it as before. A Ray cluster's evaluations (``ray_runner``) run on the
 cluster's machines, outside any session's sandbox: that is a cluster the person set up.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import glob
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -79,7 +78,7 @@ def confine(command: Sequence[str], policy: SandboxPolicy | None, workspace: Pat
     if bwrap is None:
         raise SandboxUnavailable(f"bubblewrap (bwrap) was not found; {BWRAP_INSTALL_HINT}")
     argv = bwrap_argv(policy, workspace, env, command, bwrap=bwrap)
-    shown = [p for p in dict.fromkeys([*reads, sys.prefix, sys.base_prefix]) if p and _under_tmp(p) and os.path.isdir(p)]
+    shown = [p for p in dict.fromkeys(reads) if p and _under_tmp(p) and os.path.isdir(p)]
     extra = [a for p in shown for a in ("--ro-bind", os.path.realpath(p), os.path.realpath(p))]
     extra += [a for dev in gpu_device_files() for a in ("--dev-bind", dev, dev)]
     at = _after(argv, "--tmpfs", "/tmp")  # over the private /tmp and the minimal /dev, before the rest

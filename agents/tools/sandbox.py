@@ -123,6 +123,8 @@ def bwrap_argv(
         argv.append("--unshare-net")
     argv += ["--cap-drop", "ALL"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for own in musec_runtime_under_tmp():
+        argv += ["--ro-bind", own, own]
     argv += ["--ro-bind" if policy.profile == "read-only" else "--bind", ws, ws]
     writable = [] if policy.profile == "read-only" else [ws]
     for root in _writable_roots(policy, ws):
@@ -151,6 +153,22 @@ def _git_args(workspace: str, writable: list[str], write: bool) -> list[str]:
         return bwrap_git_args(workspace, writable, write=write)
     except OSError:
         return []
+
+
+def musec_runtime_under_tmp() -> list[str]:
+    """musec's own Python and code where they lie under ``/tmp`` (a checkout or venv there,
+    as a CI clone may be), which the sandbox's private ``/tmp`` would hide: shown read-only,
+    so what musec runs in the sandbox with its own interpreter (a kernel evaluation, an MCP
+    server of the same venv, ``musec`` itself) starts. Nothing else under ``/tmp`` is."""
+    import sys
+
+    code = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds agents/
+    out: list[str] = []
+    for path in (sys.prefix, sys.base_prefix, code):
+        real = os.path.realpath(path)
+        if real.startswith("/tmp/") and os.path.isdir(real) and real not in out:
+            out.append(real)
+    return out
 
 
 def protected_folders(policy: SandboxPolicy, writable: Sequence[str]) -> list[str]:

@@ -172,9 +172,7 @@ def create_worktree(
     if modules:
         raise SubmodulesUnsupported(
             "the base commit holds submodules, which musec workers cannot use yet; "
-            f"run the task without fan-out:\n{list_paths(modules)}",
-            modules,
-        )
+            f"run the task without fan-out:\n{list_paths(modules)}", modules)
     path = worktree_path(state_dir, session_id, worker).absolute()
     name = _git_name(session_id, worker)
     _prune_stale(repo)
