@@ -106,7 +106,11 @@ def git_effects(args: list[str], found: Any) -> None:
     for pair in config:
         _config_pair(pair, sub, rest, globals_, found)
     if sub and sub not in _KNOWN and not any(p.lower().startswith(f"alias.{sub.lower()}=") for p in config):
-        found.doubt(f"`git {sub}` is no git command: an alias from git's config may run anything")
+        why = f"`git {sub}` is no git command: an alias from git's config may run anything"
+        if any(p.lower().startswith("alias.") for p in config):  # the line makes aliases: not the person's own
+            found.run(why, unsure=True)
+        else:
+            found.doubt(why)
     _run_options(sub, rest, found)
     _writes(sub, rest, found)
 
