@@ -47,16 +47,20 @@ class ApprovalDesk:
         self.before_ask = before_ask
         self.last_plan = ""  # the latest plan_proposed text: what a plan's approval asks about
 
-    def on_event(self, msg: p.Event, ev: dict[str, Any]) -> None:
+    def on_event(self, msg: p.Event, ev: dict[str, Any], ask: bool = True) -> None:
         """Note an ``approval_requested`` or ``approval_resolved`` event; ask about what is
-        pending when ``msg`` is live or ends a backlog."""
+        pending when ``msg`` is live or ends a backlog and ``ask`` (not after this terminal
+        interrupted the turn: the interrupt answers it, and a question then waited for a
+        person who had already said stop). The main agent's turn end drops what it left."""
         if ev.get("type") == "plan_proposed":
             self.last_plan = str(ev.get("text", ""))
         if ev.get("type") == "approval_requested" and isinstance(ev.get("call_id"), str):
             self.pending[ev["call_id"]] = ev
         elif ev.get("type") == "approval_resolved":
             self.pending.pop(ev.get("call_id"), None)  # type: ignore[arg-type]
-        if not msg.backlog or msg.backlog_end:
+        elif ev.get("type") == "turn_ended" and ev.get("agent", "main") == "main":
+            self.pending.clear()
+        if ask and (not msg.backlog or msg.backlog_end):
             self.ask_pending(msg.session_id)
 
     def ask_pending(self, session_id: str) -> None:

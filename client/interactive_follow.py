@@ -272,7 +272,7 @@ class TurnFollower:
             self._user_message(ev)
         if msg.backlog_end and self._backlog_turn and self.busy:
             self._busy()  # attached in the middle of a turn: it goes on
-        self.desk.on_event(msg, ev)
+        self.desk.on_event(msg, ev, ask=not self._interrupted)
         if self.renderer.in_turn and not self._interrupted and self.busy:
             self.renderer.start_wait()
 
