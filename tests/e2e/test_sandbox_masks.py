@@ -16,6 +16,7 @@ import pygit2
 import pytest
 
 from tests.conftest import Musec
+from tests.support.repos import one_commit_repo
 
 KEY = "FAKE-PRIVATE-KEY-e2e-5d3a"
 PEEK = "cat ~/.ssh/id_rsa ~/vault/a.txt ~/.aws/credentials 2>&1 | sed 's/^/peek: /'; echo PEEKED"
@@ -37,21 +38,9 @@ def home() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _repo(tmp_path: Path) -> Path:
-    path = tmp_path / "proj"
-    path.mkdir()
-    (path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    repo = pygit2.init_repository(str(path), initial_head="main")
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("t", "t@example.invalid")
-    repo.create_commit("HEAD", sig, sig, "calc", repo.index.write_tree(), [])
-    return path
-
-
 def test_hidden_keys_stay_out_of_every_command_and_git_works_in_a_worker(
         musec: Musec, tmp_path: Path, home: Path) -> None:
-    repo = _repo(tmp_path)
+    repo = one_commit_repo(tmp_path / "proj")
     main_before = str(pygit2.Repository(str(repo)).references["refs/heads/main"].target)
     (musec.home / "config").mkdir(parents=True, exist_ok=True)
     (musec.home / "config" / "config.toml").write_text('[permissions]\ndeny = ["read(~/vault/**)"]\n')

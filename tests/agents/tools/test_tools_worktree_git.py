@@ -14,6 +14,8 @@ from musec.agents.tools import BashTool
 from musec.agents.tools.gitmounts import worktree_git
 from musec.agents.workers import commit_all, create_worktree, prepare_base, remove_worktrees
 
+from tests.support.repos import one_commit_repo
+
 pytestmark = pytest.mark.anyio
 
 
@@ -21,15 +23,7 @@ pytestmark = pytest.mark.anyio
 def repo(tmp_path: Path) -> Path:
     """The person's repository (under /tmp: the sandbox's private /tmp hides it unless
     mounted), one commit on ``main``."""
-    path = tmp_path / "repo"
-    path.mkdir()
-    (path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    repo = pygit2.init_repository(str(path), initial_head="main")
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("t", "t@example.invalid")
-    repo.create_commit("HEAD", sig, sig, "calc", repo.index.write_tree(), [])
-    return path
+    return one_commit_repo(tmp_path / "repo")
 
 
 @pytest.fixture
