@@ -268,7 +268,7 @@ class TurnFollower:
             self._busy()
         self.status.fold(ev)
         self.renderer.event(ev, backlog=msg.backlog)
-        if kind == "user_message" and not msg.backlog:
+        if kind == "user_message" and main and not msg.backlog:  # a worker's task is no person's message
             self._user_message(ev)
         if msg.backlog_end and self._backlog_turn and self.busy:
             self._busy()  # attached in the middle of a turn: it goes on

@@ -200,6 +200,16 @@ class Renderer:
             tail = self._c("2", f"  ({who})") if who and i == len(shown) - 1 else ""
             self._line(("› " if i == 0 else "  ") + line + tail)
 
+    def instructions(self, prefix: str, text: str) -> None:
+        """What musec told another agent (a worker's task, the goal evaluator's prompt),
+        dimmed and labelled as musec's, never under the person's ``›``: the person did
+        not type it. Its first lines only (``musec log ID --json`` has it whole)."""
+        lines = [ln for ln in safe(text).strip().split("\n") if ln.strip()] or [""]
+        more = f" … {counted(len(lines) - 3, 'more line')}" if len(lines) > 3 else ""
+        for i, line in enumerate(lines[:3]):
+            head = "musec's instructions: " if i == 0 else "  "
+            self._line(prefix + self._c("2", head + line + (more if i == min(2, len(lines) - 1) else "")))
+
     def event(self, ev: dict[str, Any], *, backlog: bool = False) -> None:  # noqa: C901 - one branch per event kind
         """Show one logged event (a decoded log line); ``backlog``: one read from the log
         on resume or attach (history), not one that happens now."""
@@ -210,7 +220,10 @@ class Renderer:
         if head and kind in ("tool_finished", "tool_interrupted"):  # a call that never started: its header first
             self._line(prefix + self._c("36", "● ") + head)
         if kind == "user_message":
-            if self.messages and ev.get("client_msg_id") not in self.own_messages:
+            if agent != "main":  # a worker's task, the evaluator's or critic's prompt: musec wrote it
+                if self.messages:
+                    self.instructions(prefix, _s(ev, "text"))
+            elif self.messages and ev.get("client_msg_id") not in self.own_messages:
                 from_elsewhere = not backlog and bool(ev.get("client_msg_id"))
                 self.person(_s(ev, "text"), "from another terminal" if from_elsewhere else "")
             for line in attachment_lines(ev):
@@ -466,7 +479,8 @@ def log_line_summary(ev: dict[str, Any], calls: CallHeads | None = None) -> str:
         detail = _short(text, 71) + (f" → {', '.join(calls)}" if calls else "") + (" (interrupted)" if ev.get("interrupted") else "")
     elif kind == "user_message":
         attached = ev.get("attachments")
-        detail = _short(ev.get("text", ""), 80) + (f" (+{len(attached)} mentioned)" if isinstance(attached, list) and attached else "")
+        by = "" if _s(ev, "agent", "main") == "main" else "musec's instructions: "  # not the person's words
+        detail = by + _short(ev.get("text", ""), 80) + (f" (+{len(attached)} mentioned)" if isinstance(attached, list) and attached else "")
     elif kind == "file_edited":
         detail = _s(ev, "path")
     elif kind in ("session_ended", "turn_ended"):

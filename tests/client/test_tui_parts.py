@@ -7,7 +7,7 @@ import io
 
 from musec.client.approvals import describe_call
 from musec.client.prompt import mention
-from musec.client.render import Renderer
+from musec.client.render import Renderer, log_line_summary
 from musec.client.status import SessionStatus
 from musec.daemon.protocol import ModelInfo
 
@@ -81,3 +81,23 @@ def test_a_completed_path_is_quoted_when_it_holds_a_space() -> None:
     assert mention("my notes.txt") == '@"my notes.txt"'
     assert mention("my docs/") == '@"my docs/'  # a folder's quote stays open for the next part
     assert mention("ends.") == '@"ends."'  # a bare trailing dot would be read as the sentence's
+
+
+def test_what_musec_told_another_agent_is_never_shown_as_the_persons_message() -> None:
+    # F15 (fresh-user trial s5): a worker's task and the goal evaluator's prompt were shown
+    # under the person's `›`, as if the person had typed them (live, attach, resume, log).
+    r = Renderer(io.StringIO(), color=False)
+    r.messages = True
+    r.event({"type": "user_message", "agent": "main", "text": "fix the pager"}, backlog=True)
+    r.event({"type": "user_message", "agent": "worker:a", "text": "Change pager.py only.\nRun the tests."})
+    r.event({"type": "user_message", "agent": "evaluator", "text": "\n\n".join(f"evidence {i}" for i in range(9))},
+            backlog=True)
+    lines = r.out.getvalue().splitlines()
+    assert [ln for ln in lines if ln.startswith("›")] == ["› fix the pager"]
+    assert "[worker:a] musec's instructions: Change pager.py only." in lines and "[worker:a]   Run the tests." in lines
+    assert "[evaluator] musec's instructions: evidence 0" in lines
+    assert "[evaluator]   evidence 2 … 6 more lines" in lines and not any("evidence 3" in ln for ln in lines)
+    # `musec log ID` says whose words they are too
+    assert "musec's instructions: Change pager.py only." in log_line_summary(
+        {"type": "user_message", "agent": "worker:a", "text": "Change pager.py only.", "seq": 4, "ts": 0})
+    assert "musec's" not in log_line_summary({"type": "user_message", "agent": "main", "text": "fix it", "seq": 1, "ts": 0})

@@ -285,3 +285,19 @@ def test_goal_commands_in_an_interactive_session(musec: Musec, buggy_repo: Path,
     finally:
         conn.close()
     assert run_library_tests(buggy_repo).returncode == 0
+
+
+def test_the_evaluators_prompt_is_shown_as_musecs_not_the_persons(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    # F15 (fresh-user trial s5): `attach` and `log` showed the evaluator's prompt under the
+    # person's `›`, as if the person had typed the evidence.
+    script = _script(tmp_path, [[{"text": "Fixing page()."}, FIX], [{"text": "Fixed; done."}]], evaluator=[MET])
+    proc = _run_goal(musec, buggy_repo, script)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    attached = musec("attach", sid, timeout=30)
+    persons = [ln for ln in attached.stdout.splitlines() if ln.startswith("›")]
+    assert persons == [], attached.stdout  # a goal run's task is the condition, given on the command line
+    assert "[evaluator] musec's instructions: " in attached.stdout, attached.stdout
+    log = musec("log", sid)
+    asked = [ln for ln in log.stdout.splitlines() if " evaluator " in ln and "user_message" in ln]
+    assert len(asked) == 1 and "musec's instructions: " in asked[0], log.stdout
