@@ -21,6 +21,9 @@ from typing import Any, TextIO
 from .calls import CallHeads, call_summary
 from .calls import short as _short
 from .output import counted, cut, safe
+from .words import answer_words, goal_words, hook_words, interrupted_words
+
+__all__ = ["Renderer", "attachment_lines", "goal_words", "hook_words", "interrupted_words", "log_line_summary"]
 
 
 def _blocks(ev: dict[str, Any]) -> list[dict[str, Any]]:
@@ -319,20 +322,8 @@ class Renderer:
             self._line(self._c("32", f"[plan approved by {_s(ev, 'by')} ({_s(ev, 'action')}); approval mode {_s(ev, 'approval')}]"))
 
     def resolved_words(self, ev: dict[str, Any]) -> str:
-        """Who answered an approval, in words: ``allowed by you``, ``denied in another terminal``."""
-        decision = {"allow": "allowed", "deny": "denied", "always": "always allowed"}.get(_s(ev, "decision"), _s(ev, "decision"))
-        by = _s(ev, "by")
-        if ev.get("call_id") in self.answered:
-            who = "by you"
-        elif by.startswith("client:"):
-            who = "in another terminal"
-        elif by in ("", "person"):
-            who = "by the person"
-        else:
-            who = f"by {by.replace('_', ' ')}"
-        saved = ev.get("saved_rules")
-        rules = f" (saved {', '.join(safe(str(r)) for r in saved)})" if isinstance(saved, list) and saved else ""
-        return f"approval: {decision} {who}{rules}"
+        """Who answered an approval, a plan or a grill's question, in words (``answer_words``)."""
+        return answer_words(ev, ev.get("call_id") in self.answered)
 
     def _markdown(self, prefix: str, text: str) -> None:
         from rich.markdown import Markdown
@@ -404,55 +395,7 @@ def _size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MiB"
 
 
-def interrupted_words(ev: dict[str, Any]) -> str:
-    """An interrupted model message in words: ``answer interrupted (about 40 output tokens,
-    counted in /cost)``; "about" when the provider had not said (``usage_estimated``)."""
-    usage = ev.get("usage")
-    out = usage.get("output_tokens") if isinstance(usage, dict) else None
-    if not isinstance(out, int) or isinstance(out, bool):
-        return "answer interrupted"
-    return (f"answer interrupted ({'about ' if ev.get('usage_estimated') else ''}{counted(out, 'output token')}, "
-            "counted in /cost)")
-
-
 MESSAGE_LINES = 12  # lines of a person's message shown when it is replayed or comes from another terminal
-
-
-def hook_words(ev: dict[str, Any]) -> str:
-    """One line for the person about a hook (``hook_ran``, ``hook_context``): every block,
-    error, timeout and refusal to run, and each time a Stop hook sends the agent back;
-    ``""`` for what needs no line (a hook that allowed, added context)."""
-    event = _s(ev, "hook_event")
-    if ev.get("type") == "hook_context":
-        return f"⚑ {_short(_s(ev, 'text'), 300)}" if event == "Stop" else ""
-    decision = _s(ev, "decision")
-    if decision == "allow" or (decision == "block" and event == "Stop"):  # the Stop send-back is its hook_context
-        return ""
-    what = {"block": "blocked", "error": "failed", "timeout": "timed out", "untrusted": "not run (changed since trust)"}
-    return f"⚑ {event} hook `{_short(_s(ev, 'command'), 60)}` {what.get(decision, decision)}: {_short(_s(ev, 'reason'), 300)}"
-
-
-def goal_words(ev: dict[str, Any]) -> str:
-    """A goal event in one line: set, judged (met or why not), paused, ended."""
-    kind = ev.get("type")
-    goal = _s(ev, "goal_id", "goal")
-    if kind == "goal_set":
-        check = f" (check: {_short(_s(ev, 'check'), 60)})" if ev.get("check") else ""
-        return f"◎ goal {goal} set: {_short(_s(ev, 'condition'), 100)}{check}"
-    if kind == "goal_checked":
-        verdict = _s(ev, "verdict").replace("_", " ")
-        if ev.get("by") == "check":  # the exit status and the output's last line (pytest's tally)
-            tail = [ln for ln in _s(ev, "output").splitlines() if ln.strip() and not ln.startswith("exit status:")][-1:]
-            detail = f"exit {_s(ev, 'exit_status')}" + (f" · {_short(tail[0], 90)}" if tail else "")
-        else:
-            reason = _s(ev, "reason").strip().splitlines()
-            detail = _short(reason[0], 100) if reason else ""
-        return f"◎ goal {goal}, judgment {_s(ev, 'n')} ({_s(ev, 'by')}): {verdict}" + (f" · {detail}" if detail else "")
-    status = _s(ev, "status")
-    line = f"◎ goal {goal} {status}: {_short(_s(ev, 'reason'), 100)}"
-    if status == "paused" and _s(ev, "by") == "stuck":
-        line += " · /goal resume to go on"
-    return line
 
 
 def log_line_summary(ev: dict[str, Any], calls: CallHeads | None = None) -> str:

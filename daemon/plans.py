@@ -189,7 +189,7 @@ async def _ask(session: Session, text: str) -> tuple[str, str, str]:
     pending = await session.wait_answer(call_id, "propose_plan")
     action = pending.plan_action or ("approve" if pending.decision in ("allow", "always") else "feedback")
     session.record(ApprovalResolved(call_id=call_id, decision="deny" if action in ("feedback", "grill") else "allow",
-                                    by=pending.by))
+                                    by=pending.by, plan_action=action))
     return action, pending.by, pending.text
 
 

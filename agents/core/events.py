@@ -343,11 +343,15 @@ class ApprovalModeChanged(Event, frozen=True, tag="approval_mode_changed"):
 
 class ApprovalResolved(Event, frozen=True, tag="approval_resolved"):
     """A person answered (``decision``: allow, deny or always; ``by``: which client).
-    An "always" carries the rules it saved and where (or why they were not saved)."""
+    An "always" carries the rules it saved and where (or why they were not saved). A
+    plan's question carries the action the person chose (``plan_action``: approve,
+    feedback, grill...; unset in logs older than the field), so a replay says what was
+    chosen, not just allowed or denied."""
 
     call_id: str
     decision: str = ""
     by: str = ""
+    plan_action: str | UnsetType = UNSET
     saved_rules: list[str] | UnsetType = UNSET
     saved_to: str | UnsetType = UNSET
     save_error: str | UnsetType = UNSET

@@ -101,3 +101,22 @@ def test_what_musec_told_another_agent_is_never_shown_as_the_persons_message() -
     assert "musec's instructions: Change pager.py only." in log_line_summary(
         {"type": "user_message", "agent": "worker:a", "text": "Change pager.py only.", "seq": 4, "ts": 0})
     assert "musec's" not in log_line_summary({"type": "user_message", "agent": "main", "text": "fix it", "seq": 1, "ts": 0})
+
+
+def test_a_plans_answer_says_what_the_person_chose_not_allowed_or_denied() -> None:
+    # F19 (fresh-user trial s5): keeping planning (k) or grilling (g) was reported as "denied by you"
+    r = Renderer(io.StringIO(), color=False)
+    r.answered.update({"plan-1", "grill-1"})
+    said = [r.resolved_words({"type": "approval_resolved", **ev}) for ev in (
+        {"call_id": "plan-1", "decision": "deny", "by": "client:a", "plan_action": "feedback"},
+        {"call_id": "plan-2", "decision": "deny", "by": "client:b", "plan_action": "grill"},
+        {"call_id": "plan-3", "decision": "deny", "by": "client:b"},  # a log older than plan_action
+        {"call_id": "plan-4", "decision": "allow", "by": "client:b", "plan_action": "approve_auto"},
+        {"call_id": "grill-1", "decision": "allow", "by": "client:a"},
+        {"call_id": "grill-2", "decision": "deny", "by": "client:b"},
+    )]
+    assert said == ["plan: not approved yet: keep planning, with feedback (answered by you)",
+                    "plan: not approved yet: grill it first (answered in another terminal)",
+                    "plan: not approved yet (answered in another terminal)",
+                    "plan: approved, with auto edits (answered in another terminal)",
+                    "grill: answered by you", "grill: ended in another terminal"]

@@ -30,9 +30,12 @@ def test_plan_grill_and_approve_in_a_terminal(musec: Musec, buggy_repo: Path, tm
     term.wait_for(lambda s: "[g] grill it first" in s and "Your answer (a/u/e/k/f/g" in s, "the plan's question")
     assert workspace_hash(buggy_repo) == before
     term.send("g", "Enter")
-    term.wait_for(lambda s: "The critic asks about index formula" in s, "the critic's first decision")
+    screen = term.wait_for(lambda s: "The critic asks about index formula" in s, "the critic's first decision")
+    # F19 (fresh-user trial s5): the person's key was reported as "approval: denied by you"
+    assert "plan: not approved yet: grill it first (answered by you)" in screen and "denied" not in screen
     term.send(PERSON, "Enter")
-    term.wait_for(lambda s: "The critic asks about input checks" in s, "the critic's second decision")
+    screen = term.wait_for(lambda s: "The critic asks about input checks" in s, "the critic's second decision")
+    assert "grill: answered by you" in screen and "allowed by you" not in screen
     term.send("Enter")
     term.wait_for(lambda s: "│ ## Decisions settled by /grill" in s and s.count("Your answer (a/u/e/k/f/g") >= 2,
                   "the amended plan's question")
