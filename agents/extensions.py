@@ -114,8 +114,11 @@ def load_extensions(workspace: Path, config_dir: Path, *, trust: TrustStatus | N
     ext.warnings += warnings
     command_dirs = [(config_dir / "commands", "user")] + ([(workspace / ".musec" / "commands", "project")] if trusted else [])
     ext.commands, problems = discover_commands(command_dirs)
-    ext.commands = [c for c in ext.commands if c.name not in BUILTINS and ext.skill(c.name) is None]
     ext.warnings += problems
+    for c in [c for c in ext.commands if c.name in BUILTINS or ext.skill(c.name) is not None]:  # said, not dropped silently
+        by = f"the built-in /{c.name}" if c.name in BUILTINS else f"the skill {c.name}"
+        ext.warnings.append(f"{c.path}: custom command /{c.name} is shadowed by {by}; rename the file to use it")
+    ext.commands = [c for c in ext.commands if c.name not in BUILTINS and ext.skill(c.name) is None]
     ext.hooks, ext.mcp = _user_parts(config_dir)
     if trusted:
         hooks, mcp = _project_parts(workspace)

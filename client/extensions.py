@@ -30,11 +30,28 @@ def report_lines(report: p.WorkspaceReport) -> list[str]:
     if waiting:
         lines.append(f"waiting for trust ({report.trust}): {', '.join(waiting)}")
     lines += [f"warning: {safe(w)}" for w in report.warnings]
+    return lines + shadowed_lines(report)
+
+
+def shadowed_lines(report: p.WorkspaceReport) -> list[str]:
+    """A warning per skill or custom command whose ``/NAME`` a built-in slash command of
+    the interactive client answers first (``/model``, ``/help``...): typed, it never
+    reaches the command; said once, under the banner (and by ``musec doctor``)."""
+    from .slash import BUILTIN
+
+    lines = []
+    for row in report.rows:
+        name = "/" + row.name.lstrip("/")
+        if row.kind in ("skill", "command") and row.state == "active" and name in BUILTIN:
+            fix = "rename its directory, or invoke it as $" + name[1:] if row.kind == "skill" else "rename its file"
+            lines.append(f"warning: the {row.detail} {'custom command' if row.kind == 'command' else row.kind} {safe(name)} "
+                         f"is shadowed by the built-in {safe(name)}: {fix} to use it")
     return lines
 
 
 def slash_names(report: p.WorkspaceReport) -> set[str]:
-    """The ``/NAME`` a session in this workspace answers: skills and custom commands."""
+    """The ``/NAME`` a session in this workspace answers: skills and custom commands
+    (with those a built-in shadows: ``/help`` lists them apart)."""
     return {r.name for r in report.rows if r.kind == "skill" and r.state == "active"} | {
         r.name.lstrip("/") for r in report.rows if r.kind == "command" and r.state == "active"}
 

@@ -188,13 +188,17 @@ def _start(conn: Connection, args: argparse.Namespace, renderer: Renderer,
 
 
 def _slash_names(conn: Connection, workspace: str) -> set[str]:
-    """The ``/NAME`` a started session answers (its trust decided), without printing."""
-    from .extensions import fetch_report, slash_names
+    """The ``/NAME`` a started session answers (its trust decided); says which of them a
+    built-in shadows (the banner listed them as waiting for trust, so never said it)."""
+    from .extensions import fetch_report, shadowed_lines, slash_names
 
     try:
-        return slash_names(fetch_report(conn, workspace))
+        report = fetch_report(conn, workspace)
     except Exception:  # noqa: BLE001 - /help and completion go on without them
         return set()
+    for line in shadowed_lines(report):
+        out(f"  {line}")
+    return slash_names(report)
 
 
 def _typed_ahead(follower: TurnFollower, ahead: list[str], typed: str) -> str:

@@ -72,8 +72,12 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
     if name == "/help":
         for cmd, what in BUILTIN.items():
             out(f"  {cmd:<10} {what}")
-        if ctx.names:
-            out("  skills and custom commands: " + ", ".join("/" + n for n in sorted(ctx.names)))
+        usable = sorted(n for n in ctx.names if "/" + n not in BUILTIN)
+        if usable:
+            out("  skills and custom commands: " + ", ".join("/" + n for n in usable))
+        shadowed = sorted("/" + n for n in ctx.names if "/" + n in BUILTIN)
+        if shadowed:
+            out(f"  shadowed by the built-in of the same name (rename the file to use it): {', '.join(shadowed)}")
         out("  @path attaches a file; Alt-Enter (or Esc Enter) starts a new line; Enter sends")
     elif name == "/model":
         _model(ctx, arg)

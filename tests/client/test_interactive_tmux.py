@@ -346,6 +346,27 @@ def test_help_lists_a_custom_command_trusted_at_the_start(musec: Musec, buggy_re
     _leave(term)
 
 
+def test_a_custom_command_a_built_in_shadows_is_warned_once_and_listed_apart(musec: Musec, buggy_repo: Path, tmp_path: Path,
+                                                                              tmux_factory) -> None:
+    """F15b (fresh-user trial s5): commands/model.md and commands/plan.md were listed by
+    /help as usable, though /model and /plan are the client's and the daemon's own."""
+    commands = musec.home / "config" / "commands"
+    commands.mkdir(parents=True)
+    for name in ("model", "plan", "greet"):
+        (commands / f"{name}.md").write_text(f"{name} $ARGUMENTS\n")
+    script = _scripted(tmp_path, [[{"text": "Hello."}]])
+    term = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    screen = term.wait_for(lambda s: "›" in s, "the prompt")
+    flat = " ".join(screen.split())  # a warning wraps at the terminal's width
+    assert "custom command /model is shadowed by the built-in /model: rename its file to use it" in flat, screen
+    assert "plan.md: custom command /plan is shadowed by the built-in /plan; rename the file to use it" in flat, screen
+    term.send("/help", "Enter")
+    screen = term.wait_for(lambda s: "skills and custom commands: /greet\n" in s, "/help listing /greet alone")
+    assert "shadowed by the built-in of the same name (rename the file to use it): /model" in screen
+    assert screen.count("is shadowed by") == 2  # said once, under the banner
+    _leave(term)
+
+
 def test_ctrl_c_with_text_typed_clears_the_line_and_a_second_leaves(musec: Musec, buggy_repo: Path, tmp_path: Path,
                                                                     tmux_factory) -> None:
     """The fresh user's Ctrl-C on a half-typed line quit the client and lost the text; as in
