@@ -15,6 +15,9 @@ from .exitcodes import OK, Condition, Exit, for_condition
 from .output import out
 
 
+OK_, WARN, FAIL = "✓", "!", "✗"  # a check's mark: works; works, but read the line; does not work
+
+
 def _bwrap() -> tuple[bool, str]:
     path = shutil.which("bwrap")
     if path is None:
@@ -27,7 +30,7 @@ def _bwrap() -> tuple[bool, str]:
     return True, f"bubblewrap works ({path})"
 
 
-def _extensions() -> list[tuple[str, bool, str]]:
+def _extensions() -> list[tuple[str, str, str]]:
     """AGENTS.md files, skills, commands, hooks and MCP servers of this directory: active or
     waiting for trust (asks the daemon, starting it)."""
     from .connection import connect
@@ -40,8 +43,9 @@ def _extensions() -> list[tuple[str, bool, str]]:
         finally:
             conn.close()
     except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
-        return [("extensions", False, f"cannot be listed: {exc}")]
-    return [("extensions", True, line) for line in lines] or [("extensions", True, "none (no AGENTS.md, skills, hooks or MCP servers)")]
+        return [("extensions", FAIL, f"cannot be listed: {exc}")]
+    return ([("extensions", WARN if line.startswith(("warning:", "waiting for trust")) else OK_, line) for line in lines]
+            or [("extensions", OK_, "none (no AGENTS.md, skills, hooks or MCP servers)")])
 
 
 def _ripgrep() -> str | None:
@@ -54,38 +58,39 @@ def _ripgrep() -> str | None:
 
 
 def cmd_doctor() -> Exit:
-    """Print one line per check; exit 1 when one fails."""
-    checks: list[tuple[str, bool, str]] = []
+    """Print one line per check, marked ✓ (works), ! (works; a warning) or ✗ (does not
+    work: exit 1). A warning never gets the check mark (fresh-user trial s5, F19)."""
+    checks: list[tuple[str, str, str]] = []
     if os.uname().sysname == "Darwin":  # pragma: no cover
         ok = shutil.which("sandbox-exec") is not None
-        checks.append(("sandbox", ok, "sandbox-exec found" if ok else "sandbox-exec is missing"))
+        checks.append(("sandbox", OK_ if ok else FAIL, "sandbox-exec found" if ok else "sandbox-exec is missing"))
     else:
         ok, msg = _bwrap()
-        checks.append(("sandbox", ok, msg))
+        checks.append(("sandbox", OK_ if ok else FAIL, msg))
     rg = _ripgrep()
-    checks.append(("ripgrep", rg is not None, rg or "ripgrep (rg) is missing: `pip install ripgrep==14.1.0` or `apt-get install ripgrep`"))
+    checks.append(("ripgrep", FAIL if rg is None else OK_,
+                   rg or "ripgrep (rg) is missing: `pip install ripgrep==14.1.0` or `apt-get install ripgrep`"))
     git = shutil.which("git")
-    checks.append(("git", True, git or "git CLI not found (musec uses pygit2; the CLI is optional)"))
+    checks.append(("git", OK_ if git else WARN, git or "git CLI not found (musec uses pygit2; the CLI is optional)"))
     try:
         conn = try_connect()
-        checks.append(("daemon", True, f"running, musec {conn.daemon.version}, pid {conn.peer_pid}, {p.socket_path()}"
+        checks.append(("daemon", OK_, f"running, musec {conn.daemon.version}, pid {conn.peer_pid}, {p.socket_path()}"
                         if conn else f"not running (starts on demand at {p.socket_path()})"))
         if conn is not None:
             conn.close()
     except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
-        checks.append(("daemon", False, str(exc)))
+        checks.append(("daemon", FAIL, str(exc)))
     from .login import stored_keys
 
     keys = [k for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY") if os.environ.get(k)]
     stored = sorted(stored_keys())
     said = "; ".join(x for x in (", ".join(keys) + " set" if keys else "",
                                   ", ".join(stored) + " in the keyring (musec login)" if stored else "") if x)
-    checks.append(("credentials", True, said or "no provider key set (musec login stores one; musec demo and scripted: models need none)"))
+    checks.append(("credentials", OK_ if said else WARN, said or "no provider key set (musec login stores one; musec demo and scripted: models need none)"))
     gpu = shutil.which("nvidia-smi")
-    checks.append(("gpu", True, "nvidia-smi found" if gpu else "no NVIDIA GPU (kernel benchmarks will not run)"))
+    checks.append(("gpu", OK_ if gpu else WARN, "nvidia-smi found" if gpu else "no NVIDIA GPU (kernel benchmarks will not run)"))
     checks += _extensions()
-    failed = False
-    for name, ok, msg in checks:
-        out(f"{'✓' if ok else '✗'} {name:<12} {msg}")
-        failed |= not ok
+    for name, mark, msg in checks:
+        out(f"{mark} {name:<12} {msg}")
+    failed = any(mark == FAIL for _, mark, _ in checks)
     return for_condition(Condition.CHECKS_FAILED) if failed else OK

@@ -14,3 +14,17 @@ def test_doctor_finds_the_ripgrep_beside_the_python_off_path(musec: Musec, tmp_p
     proc = musec("doctor", env={"PATH": str(empty)})
     line = next(x for x in proc.stdout.splitlines() if "ripgrep" in x)
     assert "missing" not in line and str(BIN / "rg") in line, proc.stdout
+
+
+def test_a_warning_is_never_marked_with_the_check(musec: Musec) -> None:
+    # F19 (fresh-user trial s5): `✓ extensions  warning: ...` read as all well
+    commands = musec.home / "config" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "model.md").write_text("switch the model to $ARGUMENTS\n")
+    proc = musec("doctor")
+    lines = proc.stdout.splitlines()
+    assert not [x for x in lines if x.startswith("✓") and ("warning" in x or "not found" in x or "no provider key" in x)], proc.stdout
+    shadowed = next(x for x in lines if "/model is shadowed" in x)
+    assert shadowed.startswith("! extensions") and "rename its file" in shadowed, proc.stdout
+    assert next(x for x in lines if " credentials " in x).startswith("! credentials"), proc.stdout  # no key set here
+    assert proc.returncode == 0 or any(x.startswith("✗") for x in lines), proc.stdout  # a warning fails nothing
