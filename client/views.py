@@ -44,6 +44,10 @@ def cmd_log(args: argparse.Namespace) -> Exit:
             return OK
         for problem in r.problems:
             out(f"FAILED: {problem}")
+        torn = all(problem.startswith("torn last line") for problem in r.problems)
+        out(f"the last write was cut short (a crash): `musec resume {r.session_id}` cuts it off, keeps it aside and goes on"
+            if torn else f"the log was changed after it was written: `musec log {r.session_id}` shows the events before "
+            "the first damaged line; a replay or resume stops there")
         return for_condition(Condition.VERIFY_FAILED)
     if len(args.args) != 1:
         raise UsageError("usage: musec log ID [--json] | musec log verify ID")
@@ -89,9 +93,15 @@ def cmd_replay(args: argparse.Namespace) -> Exit:
     if args.json:
         out_json({"session_id": r.session_id, "ok": r.ok, "events": r.events, "model_requests": r.model_requests,
                   "turns": r.turns, "problems": r.problems, "next_request_digest": r.next_request_digest,
-                  "redacted_requests": r.redacted_requests})
+                  "redacted_requests": r.redacted_requests, "damaged": r.damaged})
+    elif r.damaged:  # a sentence, not the bare MISMATCH (fresh-user trial s5, F19): nothing could be compared
+        out(f"{r.session_id}: the log is damaged, so nothing was replayed ({'; '.join(r.problems) or 'unreadable'}): "
+            f"`musec log verify {r.session_id}` says what changed; `musec log {r.session_id}` shows the events before it")
+        return for_condition(Condition.LOG_DAMAGED)
     else:
-        verdict = "every request re-derived byte for byte" if r.ok else "MISMATCH"
+        verdict = ("every request re-derived byte for byte" if r.ok else
+                   f"{counted(len(r.problems), 'request')} did not re-derive from the log (below): this musec "
+                   "builds requests differently from the one that ran the session, or the log was changed")
         out(f"{r.session_id}: {counted(r.events, 'event')}, {counted(r.turns, 'turn')}, "
             f"{counted(r.model_requests, 'model request')}: {verdict}")
         for problem in r.problems:

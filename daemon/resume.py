@@ -324,7 +324,8 @@ def replay(index: SessionIndex, session_id: str, request_id: int) -> p.ReplayRes
     try:
         events = read_events(path)
     except LogCorrupt as exc:
-        return p.ReplayResult(id=request_id, session_id=sid, ok=False, events=0, model_requests=0, turns=0, problems=[str(exc)])
+        return p.ReplayResult(id=request_id, session_id=sid, ok=False, events=0, model_requests=0, turns=0, problems=[str(exc)],
+                              damaged=True)
     started = events[0] if events else None
     if not isinstance(started, evt.SessionStarted):
         raise LogCorrupt(f"{path.name} does not begin with session_started; it cannot be replayed")

@@ -672,6 +672,8 @@ class ReplayResult(_Msg, tag="replay_result"):
     ``redacted_requests`` counts requests that held text the log redacts (a secret, a
     key-shaped string): what was sent is exact, the log holds it redacted, so those
     requests cannot be rebuilt byte for byte and are not counted as problems.
+    ``damaged``: the log could not be read (a line before its last is damaged), so
+    nothing was replayed; ``problems`` says where.
     """
 
     id: int
@@ -683,6 +685,7 @@ class ReplayResult(_Msg, tag="replay_result"):
     problems: list[str] = []
     next_request_digest: str = ""
     redacted_requests: int = 0
+    damaged: bool = False
 
 
 class ModelInfo(msgspec.Struct, frozen=True):

@@ -73,3 +73,24 @@ def test_gc_with_a_negative_age_says_what_it_takes(musec: Musec) -> None:
 def test_musec_help_is_an_alias_of_help(musec: Musec) -> None:
     assert musec("help").stdout == musec("--help").stdout and musec("help").returncode == 0
     assert musec("help", "run").stdout == musec("run", "--help").stdout
+
+
+def test_a_damaged_log_is_said_in_a_sentence_with_what_to_do(musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    # F19 (fresh-user trial s5): `musec replay` on a damaged log printed the bare word MISMATCH
+    assert musec("run", "--model", f"scripted:{fix_script}", "--approval", "auto", "fix it", cwd=buggy_repo).returncode == 0
+    sid = musec.json("sessions", "--all", "--json")[0]["id"]
+    path = musec.home / "state" / "sessions" / f"{sid}.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"seq": 99, "ty')  # a crash cut the last write short
+    verify = musec("log", "verify", sid)
+    assert verify.returncode == 1 and f"`musec resume {sid}` cuts it off" in verify.stdout, verify.stdout
+    lines = whole.split(b"\n")
+    lines[2] = lines[2].replace(b'"', b"'", 1)
+    path.write_bytes(b"\n".join(lines))
+    replay = musec("replay", sid)
+    assert replay.returncode == 1 and "MISMATCH" not in replay.stdout, replay.stdout
+    assert replay.stdout.startswith(f"{sid}: the log is damaged, so nothing was replayed (") and "seq 2" in replay.stdout
+    assert f"`musec log verify {sid}` says what changed" in replay.stdout and "digest" not in replay.stdout
+    assert json.loads(musec("replay", sid, "--json").stdout)["damaged"] is True
+    verify = musec("log", "verify", sid)
+    assert verify.returncode == 1 and f"the log was changed after it was written: `musec log {sid}`" in verify.stdout
