@@ -62,6 +62,8 @@ def check_options(args: argparse.Namespace) -> None:
         if args.resume and args.workspace:
             raise UsageError("--workspace picks the latest session of a workspace for --continue; "
                              "--resume ID names the session itself")
+    elif args.grill and not (args.plan or args.approval == "plan"):  # README: musec run --plan "TASK" [--grill]
+        raise UsageError('--grill questions a plan: add --plan (musec run --plan --grill "TASK")')
     elif args.plan and not args.approve_plan and args.goal is not None:
         raise UsageError("--plan only plans (the run ends with the plan), so a --goal would never be worked on; "
                          "add --approve-plan to carry the plan out, or plan first, then resume with the message \"/goal CONDITION\"")

@@ -28,6 +28,8 @@ OTHER_SANDBOX = "bwrap" if sys.platform == "darwin" else "seatbelt"
     (["--continue", "--no-blackboard"], "--no-blackboard is set when a session starts"),
     (["--continue", "--trust"], "--trust is set when a session starts"),
     (["--resume", "abc", "--grill"], "--grill is set when a session starts"),
+    (["--grill", "task"], "--grill questions a plan: add --plan"),  # F19: it was taken without a word
+    (["--grill", "--approve-plan", "task"], "--grill questions a plan: add --plan"),
     (["--resume", "abc", "--workspace", "."], "--resume ID names the session itself"),
     (["--agents-budget-usd", "-1", "task"], "--agents-budget-usd must be"),
     (["--continue", "--budget-usd", "0"], "--budget-usd must be"),
