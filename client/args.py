@@ -208,8 +208,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "mcp": ("MCP servers: `musec mcp list` shows servers, state and tools", _mcp),
     "demo": ("fix a bundled example's failing test with the scripted model", _demo),
     "eval": ("evaluate musec on Harbor tasks (Terminal-Bench style); `eval report JOB`", _eval),
-    "login": ("store a provider's API key in the system keyring (used when its variable is not set)", _provider),
-    "logout": ("remove a provider's API key from the system keyring", _provider),
+    "login": ("store a provider's API key in a keyring, named when stored (used when its variable is not set)", _provider),
+    "logout": ("remove a provider's API key from the keyring", _provider),
     "chat": ("interactive session (the default with no command)", session_opts),
 }
 

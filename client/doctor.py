@@ -57,6 +57,21 @@ def _ripgrep() -> str | None:
     return shutil.which("rg") or (str(beside) if os.access(beside, os.X_OK) else None)
 
 
+def _credentials() -> tuple[str, str, str]:
+    """The provider keys set, and those ``musec login`` stored (with the backend's name: a
+    plaintext one is a warning)."""
+    from .login import backend_words, stored_keys
+
+    keys = [k for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY") if os.environ.get(k)]
+    stored = sorted(stored_keys())
+    backend = backend_words() if stored else ""
+    said = "; ".join(x for x in (", ".join(keys) + " set" if keys else "",
+                                  ", ".join(stored) + f" in the keyring (musec login): {backend}" if stored else "") if x)
+    if not said:
+        return "credentials", WARN, "no provider key set (musec login stores one; musec demo and scripted: models need none)"
+    return "credentials", WARN if "in plaintext" in backend else OK_, said
+
+
 def cmd_doctor() -> Exit:
     """Print one line per check, marked ✓ (works), ! (works; a warning) or ✗ (does not
     work: exit 1). A warning never gets the check mark (fresh-user trial s5, F19)."""
@@ -80,13 +95,7 @@ def cmd_doctor() -> Exit:
             conn.close()
     except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
         checks.append(("daemon", FAIL, str(exc)))
-    from .login import stored_keys
-
-    keys = [k for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY") if os.environ.get(k)]
-    stored = sorted(stored_keys())
-    said = "; ".join(x for x in (", ".join(keys) + " set" if keys else "",
-                                  ", ".join(stored) + " in the keyring (musec login)" if stored else "") if x)
-    checks.append(("credentials", OK_ if said else WARN, said or "no provider key set (musec login stores one; musec demo and scripted: models need none)"))
+    checks.append(_credentials())
     gpu = shutil.which("nvidia-smi")
     checks.append(("gpu", OK_ if gpu else WARN, "nvidia-smi found" if gpu else "no NVIDIA GPU (kernel benchmarks will not run)"))
     checks += _extensions()

@@ -1,6 +1,7 @@
-"""``musec login [PROVIDER]`` / ``musec logout [PROVIDER]``: provider keys in the system
-keyring (the ``keyring`` library: Secret Service, macOS Keychain, Windows Credential
-Locker, or whatever ``PYTHON_KEYRING_BACKEND`` names).
+"""``musec login [PROVIDER]`` / ``musec logout [PROVIDER]``: provider keys in a keyring
+(the ``keyring`` library: Secret Service, macOS Keychain, Windows Credential Locker, or
+whatever ``PYTHON_KEYRING_BACKEND`` names; each message names the backend, and says so
+when it keeps keys in a plaintext file).
 
 The client reads a stored key when its variable is not set and passes it to the daemon
 with each request, as it does the variables; the daemon never stores keys (it redacts
@@ -13,6 +14,7 @@ import argparse
 import getpass
 import os
 import sys
+from typing import Any
 
 from .errors import UsageError
 from .exitcodes import OK, Exit
@@ -43,8 +45,9 @@ def cmd_login(args: argparse.Namespace) -> Exit:
     """Ask for a key (hidden on a terminal; a line of stdin otherwise) and store it."""
     name, var = _var(args.provider)
     kr = _keyring()  # before asking: a person never types a key that cannot be stored
+    where = backend_words(kr)
     if sys.stdin.isatty():
-        key = getpass.getpass(f"{name} API key (stored in the system keyring as {var}): ")
+        key = getpass.getpass(f"{name} API key (stored as {var} in {where}): ")
     else:
         key = sys.stdin.readline()
     key = key.strip()
@@ -53,8 +56,8 @@ def cmd_login(args: argparse.Namespace) -> Exit:
     try:
         kr.set_password(SERVICE, var, key)
     except kr.errors.KeyringError as exc:
-        raise UsageError(f"the system keyring refused the key ({exc}); set {var} in the environment instead") from None
-    out(f"stored the {name} key in the system keyring; musec uses it when {var} is not set")
+        raise UsageError(f"the keyring refused the key ({exc}); set {var} in the environment instead") from None
+    out(f"stored the {name} key in {where}; musec uses it when {var} is not set")
     return OK
 
 
@@ -68,9 +71,27 @@ def cmd_logout(args: argparse.Namespace) -> Exit:
         out(f"no {name} key was stored")
         return OK
     except kr.errors.KeyringError as exc:
-        raise UsageError(f"the system keyring failed ({exc})") from None
-    out(f"removed the {name} key from the system keyring")
+        raise UsageError(f"the keyring failed ({exc})") from None
+    out(f"removed the {name} key from {backend_words(kr)}")
     return OK
+
+
+def backend_words(kr: Any = None) -> str:
+    """The keyring backend that holds the keys, named as it is (fresh-user trial s5, F19:
+    keyrings.alt's plaintext file was called "the system keyring"): ``the SecretService
+    keyring``; a backend that does not encrypt (a ``Plaintext`` one, or one whose
+    ``scheme`` says no encryption) says so and where its file is."""
+    backend = (kr or _keyring()).get_keyring()
+    chained = getattr(backend, "backends", None)  # keyring's ChainerBackend: the first one stores
+    if isinstance(chained, (list, tuple)) and chained:
+        backend = chained[0]
+    cls = type(backend)
+    name = cls.__name__ if cls.__name__ != "Keyring" else cls.__module__.rpartition(".")[2]  # SecretService.Keyring
+    if "plaintext" in cls.__name__.lower() or str(getattr(backend, "scheme", "")).lower().startswith("no enc"):
+        path = getattr(backend, "file_path", "")
+        return (f"the {name} keyring backend, in plaintext{f' in {path}' if path else ''}: anyone who can read "
+                "that file can read the key")
+    return f"the {name} keyring"
 
 
 def stored_keys() -> dict[str, str]:

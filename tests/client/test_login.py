@@ -25,8 +25,14 @@ def test_login_stores_the_key_and_run_uses_it(musec: Musec, buggy_repo: Path, tm
     proc = musec("login", "anthropic", env=env, input=KEY + "\n")
     assert proc.returncode == 0, proc.stderr
     assert "stored the anthropic key" in proc.stdout and KEY not in proc.stdout
+    # F19 (fresh-user trial s5): a plaintext file backend was called "the system keyring"
+    plaintext = f"the FileKeyring keyring backend, in plaintext in {tmp_path / 'keyring.json'}: anyone who can read"
+    assert plaintext in proc.stdout and "system keyring" not in proc.stdout, proc.stdout
     assert json.loads((tmp_path / "keyring.json").read_text()) == {"musec/ANTHROPIC_API_KEY": KEY}
-    assert "ANTHROPIC_API_KEY in the keyring (musec login)" in musec("doctor", env=env).stdout
+    doctor = musec("doctor", env=env).stdout
+    assert "! credentials  ANTHROPIC_API_KEY in the keyring (musec login): " + plaintext in doctor, doctor
+    sealed = musec("doctor", env={**env, "PYTHON_KEYRING_BACKEND": "tests.support.keyring_file.SealedFileKeyring"}).stdout
+    assert "✓ credentials  ANTHROPIC_API_KEY in the keyring (musec login): the SealedFileKeyring keyring" in sealed, sealed
     with AnthropicServer() as server:
         server.enqueue(message([{"type": "text", "text": "Done."}]))
         proc = musec("run", "--model", "anthropic/claude-sonnet-4-6", "--approval", "auto", "say done",

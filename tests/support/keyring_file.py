@@ -14,7 +14,15 @@ from keyring.errors import PasswordDeleteError
 
 
 class FileKeyring(KeyringBackend):
+    """Keys in a JSON file, unencrypted: it says so as keyrings.alt's PlaintextKeyring does
+    (``scheme``, ``file_path``), so musec names it a plaintext store."""
+
     priority = 1  # type: ignore[assignment]
+    scheme = "no encryption"
+
+    @property
+    def file_path(self) -> str:
+        return str(self._path())
 
     def _path(self) -> Path:
         return Path(os.environ["MUSEC_TEST_KEYRING"])
@@ -36,3 +44,9 @@ class FileKeyring(KeyringBackend):
         if data.pop(f"{service}/{username}", None) is None:
             raise PasswordDeleteError("not stored")
         self._path().write_text(json.dumps(data))
+
+
+class SealedFileKeyring(FileKeyring):
+    """The same file, standing in for a backend that encrypts (one that does not say "no encryption")."""
+
+    scheme = "sealed (a test stand-in)"
