@@ -228,7 +228,10 @@ class Renderer:
                     self.instructions(prefix, _s(ev, "text"))
             elif self.messages and ev.get("client_msg_id") not in self.own_messages:
                 from_elsewhere = not backlog and bool(ev.get("client_msg_id"))
-                self.person(_s(ev, "text"), "from another terminal" if from_elsewhere else "")
+                text, feedback = _s(ev, "text"), ""
+                if not ev.get("client_msg_id") and text.startswith(PLAN_FEEDBACK):  # musec's words around the person's
+                    text, feedback = text.removeprefix(PLAN_FEEDBACK).lstrip(), "your feedback on the plan"
+                self.person(text, "from another terminal" if from_elsewhere else feedback)
             for line in attachment_lines(ev):
                 self._line(prefix + "  " + self._c("33" if " not attached: " in line else "2", line))
         elif kind == "model_response":
@@ -395,6 +398,7 @@ def _size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MiB"
 
 
+PLAN_FEEDBACK = "[the person did not approve the plan; keep planning]"  # daemon/plans.py wraps the person's feedback in it
 MESSAGE_LINES = 12  # lines of a person's message shown when it is replayed or comes from another terminal
 
 

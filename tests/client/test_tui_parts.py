@@ -120,3 +120,12 @@ def test_a_plans_answer_says_what_the_person_chose_not_allowed_or_denied() -> No
                     "plan: not approved yet (answered in another terminal)",
                     "plan: approved, with auto edits (answered in another terminal)",
                     "grill: answered by you", "grill: ended in another terminal"]
+
+
+def test_plan_feedback_is_shown_as_the_persons_words_without_musecs_wrapping() -> None:
+    # F15, the rest of the kind: musec's "[the person did not approve the plan...]" came under the person's `›`
+    r = Renderer(io.StringIO(), color=False)
+    r.messages = True
+    r.event({"type": "user_message", "agent": "main",
+             "text": "[the person did not approve the plan; keep planning] check the docs too"}, backlog=True)
+    assert r.out.getvalue().splitlines() == ["› check the docs too  (your feedback on the plan)"]
