@@ -1,11 +1,16 @@
-"""An answer cut off while it streamed (Esc, Ctrl-C, the wall-time limit): what the agent
-keeps of it and what it counts (issue 18).
+"""An answer cut off while it streamed (Esc, Ctrl-C, the wall-time limit, or a model call
+that failed mid-stream once its retries ran out): what the agent keeps of it and what it
+counts (issue 18).
 
 The loop records such an answer as a ``model_response`` marked ``interrupted``: its text as
 streamed (thinking is dropped: it has no signature yet; so is a half-made tool call), and
 its usage: what the stream reported (Anthropic's ``message_start`` carries the input
 tokens; OpenAI's streams report usage only at their end) with the output tokens estimated
-from the characters streamed, 4 a token (``usage_estimated``). The provider billed them.
+from the characters streamed, 4 a token (``usage_estimated``). Where the stream reported no
+input (an OpenAI answer cut off before its end), the input is the context meter's estimate
+of the request (``Agent.context_use``, agents/context.py: the last reported count plus what
+changed since), all as uncached input (``with_input``, ``input_estimated``): the provider
+read the request whether or not it finished the answer.
 
 The text goes back into the model's context on the next turn, followed by a note that it
 was cut off (``CUT_OFF_NOTES``; the history fold adds it), as Claude Code does: the model
@@ -19,6 +24,7 @@ import math
 
 import msgspec
 
+from .context import prompt_tokens
 from .core.conversation import Usage
 
 TYPE_CHECKING = False
@@ -31,6 +37,7 @@ CHARS_PER_TOKEN = 4
 CUT_OFF_NOTES = {
     "person": "[the person interrupted this answer here]",
     "max_wall": "[this answer was cut off here: the wall-time limit (--max-wall) passed]",
+    "error": "[this answer broke off here: the model call failed before it was complete]",
 }
 
 
@@ -72,3 +79,11 @@ class Streamed:
         if estimate <= reported.output_tokens:
             return reported, False
         return msgspec.structs.replace(reported, output_tokens=estimate), True
+
+
+def with_input(usage: Usage, request_tokens: int) -> tuple[Usage, bool]:
+    """``usage`` with ``request_tokens`` (the estimate of the request) as its input when the
+    stream reported none; and whether it did that."""
+    if prompt_tokens(usage) > 0 or request_tokens <= 0:
+        return usage, False
+    return msgspec.structs.replace(usage, input_tokens=request_tokens), True

@@ -239,7 +239,8 @@ class History:
     def _response(self, event: evt.ModelResponse) -> None:
         """The model's message; one cut off while it streamed keeps its text, followed by a
         note that it was cut off (agents/cutoff.py), and adds no message without text."""
-        self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
+        if not event.input_estimated:  # an estimate calibrates nothing: the meter goes on from the last report
+            self.context.on_response(msgspec.convert(event.usage, Usage), sum(block_chars(b) for b in event.content))
         if event.content or not event.interrupted:
             self.messages.append(Message("assistant", list(event.content)))
             self.message_seqs.append(self._seq)

@@ -46,7 +46,7 @@ from .core.errors import (
 )
 from .core.faults import NO_FAULTS, Faults
 from .core.words import counted
-from .cutoff import Streamed
+from .cutoff import Streamed, with_input
 from .history import History
 from .modelswitch import convert_history
 from .permissions import Policy, Verdict
@@ -220,6 +220,7 @@ class Agent:
         self.gauge = ContextGauge()
         self._compact_focus: str | None = None  # a manual compaction asked for, done before the next call
         self._streamed = Streamed()  # what the model call under way has streamed (cut off: kept)
+        self._kept: ev.ModelResponse | None = None  # the part of an answer kept when its call failed
 
     def record(self, event: ev.AnyEvent) -> ev.AnyEvent:
         """Record an event of this agent; the session folds it into every agent's history."""
@@ -329,10 +330,8 @@ class Agent:
                                    "once; start a new session or use a model with a larger window")
                 overflowed = exc
                 continue
-            except (ProviderUnreachable, ProviderOverloaded) as exc:
-                return Outcome("provider_unreachable", message=str(exc))
             except (ProviderError, AgentError) as exc:
-                return Outcome("error", message=str(exc))
+                return self._failed(exc)
             if wall.cancelled_caught:
                 return self._wall_stop()
             overflowed = None
@@ -443,22 +442,44 @@ class Agent:
     async def _complete(self, request: ModelRequest, wall: anyio.CancelScope, started: float) -> Any:
         """The model's answer to ``request``; one cut off (Ctrl-C, Esc, the wall-time limit:
         ``wall`` cancelled) is recorded as far as it had streamed, then the cancel goes on."""
-        self._streamed = Streamed()
+        self._streamed, self._kept = Streamed(), None
         try:
             return await self.provider.complete(request, self._delta)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 self._record_cut_off("max_wall" if wall.cancel_called else "person", started)
             raise
+        except ContextOverflow:
+            raise  # compacted and asked again: nothing of it is kept
+        except ProviderError:  # its retries ran out mid-stream: what the person saw is kept
+            self._kept = self._record_cut_off("error", started)
+            raise
 
-    def _record_cut_off(self, by: Literal["person", "max_wall"], started: float) -> None:
+    def _failed(self, exc: AgentError) -> Outcome:
+        """The outcome of a model call that failed: its error, what was kept of the answer
+        it had begun, and what to do, in one line."""
+        reason = "provider_unreachable" if isinstance(exc, ProviderUnreachable | ProviderOverloaded) else "error"
+        message = " ".join(str(exc).split())  # one line, whatever the server wrote
+        cut, self._kept = self._kept, None
+        if cut is None:
+            return Outcome(reason, message=message)
+        chars = sum(len(b.text) for b in cut.content if isinstance(b, TextBlock))
+        kept = f"the {counted(chars, 'character')} it streamed are kept, " if chars else ""
+        tokens = counted(int(cut.usage.get("output_tokens", 0)), "output token")
+        what = "check the network or the server, then" if reason == "provider_unreachable" else "to try again,"
+        return Outcome(reason, message=f"{message}; the answer broke off: {kept}its {'about ' if cut.usage_estimated else ''}"
+                                       f"{tokens} counted in /cost; {what} send a message to go on")
+
+    def _record_cut_off(self, by: Literal["person", "max_wall", "error"], started: float) -> ev.ModelResponse | None:
         """Record the part of an answer streamed before it was cut off, and what it cost
         (``agents/cutoff.py``); nothing when the stream had not begun."""
         part = self._streamed
         if not part.started:
-            return
+            return None
         usage, estimated = part.usage()
-        self.record(ev.ModelResponse(
+        # the stream said no input (OpenAI's say it at their end): the meter's estimate of the request
+        usage, input_estimated = with_input(usage, self.context_use().tokens)
+        return self.record(ev.ModelResponse(
             content=[TextBlock(part.text)] if part.text.strip() else [],
             stop_reason="interrupted",
             usage=msgspec.to_builtins(usage),
@@ -467,7 +488,7 @@ class Agent:
             endpoint=getattr(self.provider, "endpoint", ""), catalog_id=getattr(self.provider, "catalog_id", ""),
             latency_s=round(time.monotonic() - started, 3),
             cost_usd=round(self.cost_of(usage), 8) if self.cost_of else 0.0,
-            interrupted=by, usage_estimated=estimated,
+            interrupted=by, usage_estimated=estimated, input_estimated=input_estimated or ev.UNSET,
             **self._reported(usage),
         ))
 

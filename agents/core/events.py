@@ -262,13 +262,18 @@ class ModelResponse(Event, frozen=True, tag="model_response"):
     context_window_tokens: int | UnsetType = UNSET
     context_percent: float | UnsetType = UNSET
     # An answer cut off while it streamed (issue 18): ``person`` (Esc, Ctrl-C, the session
-    # ended) or ``max_wall`` (the wall-time limit passed). ``content`` is the text streamed
-    # until then (no thinking, no half-made tool call); the history keeps it, followed by a
-    # note saying it was cut off (agents/history.py). ``usage`` is what the stream had
-    # reported (Anthropic's input at message_start) with the output tokens estimated from the
-    # text streamed (4 characters a token): ``usage_estimated``. Unset on complete answers.
-    interrupted: Literal["person", "max_wall"] | UnsetType = UNSET
+    # ended), ``max_wall`` (the wall-time limit passed) or ``error`` (the model call failed
+    # mid-stream: the connection dropped, a timeout, a server error, an unreadable frame; its
+    # retries ran out). ``content`` is the text streamed until then (no thinking, no
+    # half-made tool call); the history keeps it, followed by a note saying it was cut off
+    # (agents/history.py). ``usage`` is what the stream had reported (Anthropic's input at
+    # message_start) with the output tokens estimated from the text streamed (4 characters a
+    # token): ``usage_estimated``; where the stream reported no input (OpenAI's streams say
+    # it only at their end) the input tokens are the context meter's estimate of the request
+    # (agents/context.py): ``input_estimated``. Unset on complete answers.
+    interrupted: Literal["person", "max_wall", "error"] | UnsetType = UNSET
     usage_estimated: bool | UnsetType = UNSET
+    input_estimated: bool | UnsetType = UNSET
 
 
 class ModelSwitched(Event, frozen=True, tag="model_switched"):
