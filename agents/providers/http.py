@@ -118,10 +118,10 @@ class StreamingHTTPProvider:
             if attempts > 1:  # what the failed attempt streamed is dropped
                 await on_delta(TextDelta("", kind="restart"))
             if self.limiter is None:
-                return await self._stream_once(body, counted)
+                return await self._read(body, counted)
             await self.limiter.acquire(estimate, self.on_rate_limited)
             try:
-                response = await self._stream_once(body, counted)
+                response = await self._read(body, counted)
             except BaseException as error:
                 self.limiter.refund(estimate)
                 if isinstance(error, ProviderError) and error.status == 429:
@@ -137,6 +137,30 @@ class StreamingHTTPProvider:
         response = await stream_with_retries(attempt, on_delta, self.retry_policy, self.on_retry)
         self._sent_bytes = len(body)
         return response
+
+    async def _read(self, body: bytes, on_delta: OnDelta) -> ModelResponse:
+        """``_stream_once``; an event of a shape the adapter cannot read (a field of another
+        type: a proxy's or a local server's quirk) is a ``ProviderError`` naming it, never a
+        traceback. What the caller's ``on_delta`` raises passes through as it is."""
+        theirs: BaseException | None = None
+
+        async def passing(delta: TextDelta) -> None:
+            nonlocal theirs
+            try:
+                await on_delta(delta)
+            except BaseException as exc:
+                theirs = exc
+                raise
+
+        try:
+            return await self._stream_once(body, passing)
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+            if exc is theirs:
+                raise
+            raise ProviderError(
+                f"{self.name}: malformed answer from {self.url}: an event musec cannot read "
+                f"({type(exc).__name__}: {str(exc)[:200]})"
+            ) from exc
 
     def _saw_headers(self, headers: httpx.Headers) -> None:
         """Every response's headers, errors included: rate-limit feedback."""

@@ -173,6 +173,22 @@ async def test_a_malformed_frame_mid_stream_keeps_what_streamed(tmp_path: Path, 
             _check_kept(s, outcome, exit_reason="error", said="malformed")
 
 
+@pytest.mark.parametrize("api", ["anthropic", "responses", "chat"])
+async def test_a_frame_of_the_wrong_shape_is_an_error_line_never_a_traceback(tmp_path: Path, api: str) -> None:
+    odd = {"anthropic": {"type": "content_block_delta", "index": 0, "delta": "oops"},
+           "responses": {"type": "response.completed", "response": ["oops"]},
+           "chat": {"id": "c", "choices": [{"index": 0, "delta": "oops"}]}}[api]
+    server_type = AnthropicServer if api == "anthropic" else OpenAIServer
+    with server_type() as server:
+        server.enqueue(_cut(_answer(api), end="finish", then=(b"data: " + json.dumps(odd).encode() + b"\n\n",)))
+        async with httpx.AsyncClient() as http:
+            s = Session(api, server, http, tmp_path)
+            outcome = await s.turn("explain")
+    assert outcome.exit_reason == "error" and "\n" not in outcome.message
+    (cut,) = s.responses()
+    assert cut.content == [TextBlock(FIRST)]
+
+
 async def test_an_idle_stream_timeout_keeps_what_streamed(tmp_path: Path) -> None:
     with AnthropicServer() as server:
         server.enqueue(_cut(_answer("anthropic"), end="hang"), _cut(_answer("anthropic"), end="hang"))
