@@ -21,9 +21,11 @@ Usage is normalised to musec's convention: ``input_tokens`` is the uncached part
 
 from __future__ import annotations
 
+import math
 from contextlib import aclosing
 from typing import Any
 
+import anyio
 import msgspec
 from musec.agents.core.conversation import (
     Block,
@@ -46,6 +48,10 @@ from .sse import DONE, SSEEvent, post_sse
 __all__ = ["OpenAIChatProvider", "build_request_body"]
 
 _encoder = msgspec.json.Encoder()
+#: Seconds the rest of a stream (the usage chunk, ``[DONE]``) is awaited after its
+#: ``finish_reason``: a local server that sends neither and keeps the connection open
+#: would otherwise hold a whole answer until the idle-stream timeout.
+TAIL_S = 1.0
 
 
 # --- request conversion -------------------------------------------------------------------
@@ -274,16 +280,25 @@ class OpenAIChatProvider(StreamingHTTPProvider):
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        async with post_sse(
-            self._client, self.name, self.url, headers=headers, body=body, timeout=self.timeout,
-            on_headers=self._saw_headers,
-        ) as stream:
-            assembler = _Assembler(self.name, stream.response.headers.get("x-request-id"))
-            async with aclosing(aiter(stream)) as events:
-                async for event in events:
-                    for delta in assembler.feed(event):
-                        await on_delta(delta)
-                    if assembler.done:
-                        await self._end_of_answer(events)  # the connection goes back to the pool
-                        break
+        assembler = _Assembler(self.name, None)
+        try:
+            async with post_sse(
+                self._client, self.name, self.url, headers=headers, body=body, timeout=self.timeout,
+                on_headers=self._saw_headers,
+            ) as stream:
+                assembler.request_id = stream.response.headers.get("x-request-id")
+                async with aclosing(aiter(stream)) as events:
+                    with anyio.CancelScope() as tail:
+                        async for event in events:
+                            for delta in assembler.feed(event):
+                                await on_delta(delta)
+                            if assembler.done:
+                                await self._end_of_answer(events)  # the connection goes back to the pool
+                                break
+                            if assembler.finish_reason is not None and tail.deadline == math.inf:
+                                # a usage chunk and [DONE] follow at once, or never (a local server)
+                                tail.deadline = anyio.current_time() + TAIL_S
+        except ProviderUnreachable:
+            if assembler.finish_reason is None:
+                raise  # the connection dropped after the answer's end, without [DONE]: it is whole
         return assembler.result()

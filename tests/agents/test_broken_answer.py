@@ -198,6 +198,20 @@ async def test_an_idle_stream_timeout_keeps_what_streamed(tmp_path: Path) -> Non
             _check_kept(s, outcome, exit_reason="provider_unreachable", said="idle-stream timeout")
 
 
+@pytest.mark.parametrize("end", ["close", "hang"])
+async def test_a_local_server_that_sends_no_done_after_its_answer_is_not_a_failure(tmp_path: Path, end: str) -> None:
+    with OpenAIServer() as server:
+        server.enqueue(chat_stream(FIRST + SECOND, done=False, end=end))  # type: ignore[arg-type]
+        async with httpx.AsyncClient() as http:
+            s = Session("chat", server, http, tmp_path)
+            began = time.monotonic()
+            outcome = await s.turn("explain")
+    assert outcome.exit_reason == "finished" and outcome.result == FIRST + SECOND
+    assert len(server.requests) == 1 and time.monotonic() - began < 10  # not retried, not held to the idle timeout
+    (whole,) = s.responses()
+    assert whole.usage["output_tokens"] == 9  # the usage chunk before the silence is read
+
+
 @pytest.mark.parametrize("api", ["responses", "chat"])
 async def test_an_interrupted_openai_answer_counts_estimated_input(tmp_path: Path, api: str) -> None:
     gate = threading.Event()  # never set: the stream stays paused after its first half
