@@ -128,6 +128,9 @@ class ToolContext(msgspec.Struct):
             whether the write landed (issue 13 case 4). ``None``: nothing is announced.
         plan_document: while the agent plans, the plan document's absolute path: the one
             file ``write_file``/``edit_file`` may write (``common.writable_path``).
+        seen: ``{resolved path: SHA-256 hex}`` of each file as this agent last read or wrote
+            it with the file tools; ``write_file`` refuses to overwrite a file changed since.
+            Kept for the daemon's life (a resumed session starts with none).
     """
 
     workspace: Path
@@ -142,6 +145,7 @@ class ToolContext(msgspec.Struct):
     faults: Faults = NO_FAULTS
     announce_edit: Any = None  # Callable[[FileEdit, Path, Path], None], set by the agent loop per call
     plan_document: str = ""
+    seen: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class ToolInputError(ValueError):

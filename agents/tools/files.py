@@ -78,6 +78,26 @@ def _unchanged_since_read(path: Path, before: bytes | None, name: str) -> None:
         )
 
 
+def _saw(ctx: ToolContext, path: Path, sha256: str) -> None:
+    """Note what ``ctx``'s agent now knows ``path`` holds."""
+    ctx.seen[str(path)] = sha256
+
+
+def _unchanged_since_seen(ctx: ToolContext, path: Path, before: bytes | None, name: str) -> None:
+    """Refuse to overwrite a file that changed since this agent last read or wrote it (the
+    person saved it in an editor, a command or another agent rewrote it): the model's
+    whole-file content was written against what it saw, so the change would be lost
+    (fresh-user trial s6, G13). A file this agent has not seen, or one since deleted, is
+    written as asked."""
+    seen = None if before is None else ctx.seen.get(str(path))
+    if seen is not None and sha256_hex(before) != seen:
+        raise ToolInputError(
+            f"{name} changed on disk since you last read it (the person, a command or another "
+            "agent wrote it); nothing was written: read it again and write your change onto "
+            "what it holds now, or use edit_file"
+        )
+
+
 def _write_diff(before: bytes | None, content: str, name: str) -> str:
     """The diff of a ``write_file``: from nothing, from the old text, or a binary note."""
     if before is None:
@@ -184,6 +204,7 @@ class ReadFileTool:
             raise BinaryFile(
                 f"{name} is a binary file (NUL bytes in its first 8 KiB); read_file reads text only"
             )
+        _saw(ctx, path, sha256_hex(data))
         text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
         lines = _split_lines(text)
         if not lines:
@@ -341,6 +362,7 @@ class WriteFileTool:
         data = content.encode("utf-8")
         with _file_lock(path):
             before = path.read_bytes() if path.exists() else None
+            _unchanged_since_seen(ctx, path, before, name)
             edit = FileEdit(
                 path=name,
                 before_sha256=None if before is None else sha256_hex(before),
@@ -349,6 +371,7 @@ class WriteFileTool:
             )
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, data, ctx.faults, _announcer(ctx, edit, path))
+            _saw(ctx, path, edit.after_sha256)
         verb = "created" if before is None else "overwrote"
         lines = len(_split_lines(content))
         return ToolOutput(content=f"{verb} {name} ({counted(len(data), 'byte')}, {counted(lines, 'line')})", edits=[edit])
@@ -437,6 +460,7 @@ class EditFileTool:
             )
             _unchanged_since_read(path, data, name)
             atomic_write(path, new_data, ctx.faults, _announcer(ctx, edit, path))
+            _saw(ctx, path, edit.after_sha256)
         if result.count == 1:
             first = max(1, result.lines[0] - EDIT_SNIPPET_CONTEXT_LINES)
             last = result.lines[0] + new.count("\n") + EDIT_SNIPPET_CONTEXT_LINES
