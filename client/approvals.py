@@ -18,7 +18,7 @@ from musec.daemon import protocol as p
 from .calls import call_summary
 from .connection import Connection
 from .ctrlc import CTRL_C
-from .keys import read_line
+from .keys import discard_typeahead, read_line
 from .output import counted, out, safe
 
 INTERRUPT: Literal["interrupt"] = "interrupt"
@@ -69,6 +69,8 @@ class ApprovalDesk:
             del self.pending[call_id]
             if self.before_ask is not None:
                 self.before_ask()
+            if discard_typeahead().strip():  # typed before this question showed: meant for another
+                out(TYPED_BEFORE)
             if asked.get("tool") in ("propose_plan", "grill_question"):
                 if not self._ask_plan(session_id, call_id, asked):
                     return
@@ -82,7 +84,7 @@ class ApprovalDesk:
             if decision is not None:
                 self.answered.add(call_id)
                 self.conn.send(p.ApprovalAnswer(id=self.conn.next_id(), session_id=session_id, call_id=call_id,
-                                                decision=decision))
+                                                decision=decision, asked_seq=_seq(asked)))
 
 
     def _ask_plan(self, session_id: str, call_id: str, asked: dict[str, Any]) -> bool:
@@ -97,7 +99,8 @@ class ApprovalDesk:
                 if grilled is not None:
                     self.answered.add(call_id)
                     self.conn.send(p.ApprovalAnswer(id=self.conn.next_id(), session_id=session_id, call_id=call_id,
-                                                    decision=grilled[0], text=grilled[1]))  # type: ignore[arg-type]
+                                                    decision=grilled[0], text=grilled[1],  # type: ignore[arg-type]
+                                                    asked_seq=_seq(asked)))
                 return True
             answer = ask_plan(plan_text(asked, self.last_plan), read)
         except KeyboardInterrupt:
@@ -112,8 +115,17 @@ class ApprovalDesk:
             self.answered.add(call_id)
             self.conn.send(p.ApprovalAnswer(id=self.conn.next_id(), session_id=session_id, call_id=call_id,
                                             decision="deny" if action == "feedback" else "allow",
-                                            plan_action=action, text=text))  # type: ignore[arg-type]
+                                            plan_action=action, text=text,  # type: ignore[arg-type]
+                                            asked_seq=_seq(asked)))
         return True
+
+
+def _seq(asked: dict[str, Any]) -> int:
+    """The question's identity for the daemon: the seq of its ``approval_requested`` event
+    (``ApprovalAnswer.asked_seq``), so an answer that comes late is refused, never applied
+    to the question asked next under the same call id."""
+    seq = asked.get("seq")
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else -1
 
 
 def describe_call(ev: dict[str, Any]) -> tuple[str, list[str]]:
@@ -206,6 +218,8 @@ def _withdrawn(msg: p.DaemonMsg, call_id: Any) -> str:
 
 ANSWERED_ELSEWHERE = "(answered in another terminal)"
 TURN_OVER = "(the turn ended without an answer; the question is withdrawn)"
+NOT_APPLIED = "\n(what you typed was not applied: that question was already answered)"
+TYPED_BEFORE = "(what was typed before this question was shown was discarded: answer it now)"
 
 
 def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | None:
@@ -223,7 +237,8 @@ def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | 
 
         answer = read_line(question, conn.sock.fileno(), withdrawn)
         if answer is None:
-            out("\n" + why[0])
+            typed = discard_typeahead().strip()  # an answer typed as another terminal's came
+            out("\n" + why[0] + (NOT_APPLIED if typed else ""))
         return answer
 
 

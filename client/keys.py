@@ -80,6 +80,37 @@ def read_line(question: str, wake_fd: int | None = None, woken: Callable[[], boo
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
+def discard_typeahead() -> str:
+    """Take what was typed and not read yet (a line still being edited too) and drop it;
+    return it ("" outside a terminal, where nothing is dropped).
+
+    Called before a question is shown, and when one is withdrawn: keys typed before a
+    question appeared were meant for something else (the question before it, answered in
+    another terminal meanwhile), so they never answer it (G2)."""
+    if not sys.stdin.isatty():
+        return ""
+    import termios
+    import tty
+
+    fd = sys.stdin.fileno()
+    taken = b""
+    try:
+        saved = termios.tcgetattr(fd)
+        tty.setcbreak(fd, termios.TCSANOW)  # a line being edited becomes readable
+        try:
+            while select.select([fd], [], [], 0)[0]:
+                data = os.read(fd, 4096)
+                if not data:
+                    break
+                taken += data
+            termios.tcflush(fd, termios.TCIFLUSH)
+        finally:
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+    except (OSError, ValueError):
+        return taken.decode("utf-8", "ignore")
+    return _without_sequences(taken).decode("utf-8", "ignore")
+
+
 def _write(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()

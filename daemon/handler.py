@@ -36,6 +36,9 @@ from .version import musec_version
 
 log = structlog.get_logger("musec.daemon")
 T = TypeVar("T")
+STALE_ANSWER = ("your answer was not applied: that question was already answered in another terminal "
+                "(or is no longer asked)")
+"""The refusal of an ``ApprovalAnswer`` to a question no longer pending (``Error{already_resolved}``)."""
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -274,8 +277,8 @@ class Connection:
             case p.UserInput():
                 session.submit(msg.text, msg.client_msg_id)
             case p.ApprovalAnswer():
-                if not session.answer(msg.call_id, msg.decision, self.name, msg.plan_action, msg.text):
-                    await self.send(p.Error(id=msg.id, code="already_resolved", message="that approval was already answered"))
+                if not session.answer(msg.call_id, msg.decision, self.name, msg.plan_action, msg.text, msg.asked_seq):
+                    await self.send(p.Error(id=msg.id, code="already_resolved", message=STALE_ANSWER))
                     return
             case p.Interrupt():
                 session.interrupt()

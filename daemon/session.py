@@ -29,6 +29,7 @@ from musec.agents.core.events import (
     AgentMessage,
     AnyEvent,
     ApprovalModeChanged,
+    ApprovalRequested,
     Durability,
     HookContext,
     PromptBlocked,
@@ -100,6 +101,7 @@ class PendingApproval:
     by: str = ""
     plan_action: str = ""  # a plan's approval (daemon/plans.py): approve, approve_auto, edit, fresh, feedback, grill
     text: str = ""  # with plan_action: the edited plan or the feedback; for a grill's question, the answer
+    asked_seq: int = -1  # the seq of the approval_requested event asking it: the question's identity
 
 
 class Session:
@@ -125,6 +127,7 @@ class Session:
         self.end_when_idle = end_when_idle
         self.subscribers: list[Subscriber] = []
         self.approvals: dict[str, PendingApproval] = {}
+        self._asked_seq: dict[str, int] = {}  # call id -> seq of its latest approval_requested
         self.agent: Any = None  # agents.loop.Agent, set by the daemon
         self.workers: dict[str, Any] = {}  # worker agents of a fan-out, by agent id
         self.background: dict[str, Any] = {}  # background roles (agents.roles), by role
@@ -197,6 +200,8 @@ class Session:
         self.counters.apply(event)
         self.plan.apply(event)
         how, seq = persistence(event), event.seq
+        if isinstance(event, ApprovalRequested):
+            self._asked_seq[event.call_id] = seq
         make = (lambda sub: p.Event(id=sub.request_id, session_id=self.id, seq=seq, line=line)) if how.to_clients else None
         ahead = how.durability is Durability.WRITE_AHEAD
         if ahead:
@@ -369,14 +374,11 @@ class Session:
             summary = msgspec.json.encode(call.input).decode()[:120]
             raise NeedsApproval(f"{call.name}({summary}) [call {call.id}] needs approval")
         while True:
-            pending = PendingApproval(call.id, call.name)
-            self.approvals[call.id] = pending
-            self.stir.set()
+            pending = self._pending(call.id, call.name)
             try:
                 await pending.done.wait()
             finally:
-                self.approvals.pop(call.id, None)
-                self.stir.set()
+                self._settled(pending)
             if pending.decision != REDECIDE:
                 return pending.decision, pending.by
             decided = redecide(self, agent_id, call, tool)
@@ -396,24 +398,40 @@ class Session:
         from musec.agents.loop import NeedsApproval
 
         while True:
-            pending = PendingApproval(call_id, tool)
-            self.approvals[call_id] = pending
-            self.stir.set()
+            pending = self._pending(call_id, tool)
             try:
                 await pending.done.wait()
             finally:
-                self.approvals.pop(call_id, None)
-                self.stir.set()
+                self._settled(pending)
             if pending.decision != REDECIDE:
                 return pending
             if not self.interactive:
                 raise NeedsApproval(f"{tool} [call {call_id}] needs an answer and no client is attached")
 
-    def answer(self, call_id: str, decision: str, by: str, plan_action: str = "", text: str = "") -> bool:
+    def _pending(self, call_id: str, tool: str) -> PendingApproval:
+        """A question now pending: the call asked about by the ``approval_requested`` just recorded."""
+        pending = PendingApproval(call_id, tool, asked_seq=self._asked_seq.get(call_id, -1))
+        self.approvals[call_id] = pending
+        self.stir.set()
+        return pending
+
+    def _settled(self, pending: PendingApproval) -> None:
+        if self.approvals.get(pending.call_id) is pending:  # not another agent's question of the same id
+            del self.approvals[pending.call_id]
+        self.stir.set()
+
+    def answer(self, call_id: str, decision: str, by: str, plan_action: str = "", text: str = "",
+               asked_seq: int = -1) -> bool:
         """Resolve a pending approval; the first answer wins. Returns whether it counted.
-        ``plan_action`` and ``text`` answer a plan's approval (``daemon/plans.py``)."""
+        ``plan_action`` and ``text`` answer a plan's approval (``daemon/plans.py``).
+        ``asked_seq`` (the seq of the question's ``approval_requested``; -1: not said) names
+        the question: an answer to one no longer pending counts for nothing, even when a
+        question of the same call id is pending now (G2: a late answer from a second
+        terminal approved the next question)."""
         pending = self.approvals.get(call_id)
         if pending is None or pending.done.is_set():
+            return False
+        if asked_seq >= 0 and pending.asked_seq >= 0 and asked_seq != pending.asked_seq:
             return False
         pending.decision, pending.by, pending.plan_action, pending.text = decision, by, plan_action, text
         pending.done.set()

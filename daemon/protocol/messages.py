@@ -269,8 +269,15 @@ class ApprovalAnswer(_Msg, tag="approval_answer"):
     with ``plan_action`` (``PlanAction``) and ``text`` (the edited plan, or feedback);
     without it, ``allow`` approves and ``deny`` keeps planning.
 
+    ``asked_seq`` names the question answered: the ``seq`` of its ``approval_requested``
+    event. A call id alone does not (a model may give two calls the same id; a plan or a
+    grill's question is asked again under its id), so an answer naming a question no longer
+    pending is refused and never decides the one asked next. -1 (a client of protocol 1):
+    whatever question is pending under ``call_id``.
+
     Reply: ``Ok`` when this answer decided, ``Error{already_resolved}`` when another came
-    first; every attached client then sees the ``approval_resolved`` event.
+    first or the question is no longer asked (nothing is applied); every attached client
+    then sees the ``approval_resolved`` event.
     """
 
     id: int
@@ -279,6 +286,7 @@ class ApprovalAnswer(_Msg, tag="approval_answer"):
     decision: Decision
     plan_action: PlanAction = ""
     text: str = ""
+    asked_seq: int = -1
 
 
 class Interrupt(_Msg, tag="interrupt"):
