@@ -46,6 +46,7 @@ class ApprovalDesk:
         self.answered = answered if answered is not None else set()
         self.before_ask = before_ask
         self.last_plan = ""  # the latest plan_proposed text: what a plan's approval asks about
+        self.on_interrupt: Callable[[], None] | None = None  # told when this terminal interrupts the turn
 
     def on_event(self, msg: p.Event, ev: dict[str, Any], ask: bool = True) -> None:
         """Note an ``approval_requested`` or ``approval_resolved`` event; ask about what is
@@ -79,13 +80,18 @@ class ApprovalDesk:
             if decision == INTERRUPT:
                 self.pending.clear()
                 out("[interrupting…]")
-                self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=session_id))
+                self._interrupt(session_id)
                 return
             if decision is not None:
                 self.answered.add(call_id)
                 self.conn.send(p.ApprovalAnswer(id=self.conn.next_id(), session_id=session_id, call_id=call_id,
                                                 decision=decision, asked_seq=_seq(asked)))
 
+
+    def _interrupt(self, session_id: str) -> None:
+        self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=session_id))
+        if self.on_interrupt is not None:
+            self.on_interrupt()
 
     def _ask_plan(self, session_id: str, call_id: str, asked: dict[str, Any]) -> bool:
         """Ask about a proposed plan, or a grill's question (``client/plan.py``), and send the
@@ -106,7 +112,7 @@ class ApprovalDesk:
         except KeyboardInterrupt:
             self.pending.clear()
             out("\n[interrupting…]")
-            self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=session_id))
+            self._interrupt(session_id)
             return False
         except EOFError:
             answer = ("feedback", "")

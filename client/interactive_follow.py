@@ -60,6 +60,7 @@ class TurnFollower:
         self.status = status if status is not None else SessionStatus()
         self.stream = SessionStream(conn, request_id)
         self.desk = ApprovalDesk(conn, renderer.answered, self._before_ask, renderer.show_diff)
+        self.desk.on_interrupt = renderer.interrupting
         self.keys = EscWatch()
         self.keys.on_line = self._queued
         renderer.typing = lambda: self.keys.ahead.line
@@ -95,6 +96,7 @@ class TurnFollower:
     def _interrupt(self) -> None:
         self.renderer.stop_wait()
         self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=self.stream.session_id))
+        self.renderer.interrupting()
         out("\n[interrupting…]")
 
     def sent(self, request_id: int, client_msg_id: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from .calls import CallHeads, call_summary
 from .calls import short as _short
 from .output import counted, cut, safe
-from .words import answer_words, goal_words, hook_words, interrupted_words
+from .words import answer_words, goal_words, hook_words, interrupted_words, interrupter_words
 
 __all__ = ["Renderer", "attachment_lines", "goal_words", "hook_words", "interrupted_words", "log_line_summary"]
 
@@ -70,6 +70,7 @@ class Renderer:
         self._skip_deltas = False
         self.last_result = ""  # the last tool result in full (``/last`` shows it)
         self.answered: set[str] = set()  # approvals this client answered (call ids)
+        self.interrupted_here = False  # this terminal asked to interrupt the turn (until its turn_ended)
         self._console: Any = None
         self._area: Any = None  # the live bottom of the screen (streaming.LiveArea), on a terminal
         self._wait_started = 0.0
@@ -188,6 +189,10 @@ class Renderer:
         self._streamed = False
         self._skip_deltas = True
 
+    def interrupting(self) -> None:
+        """This terminal asked the daemon to interrupt the turn: its end says "by you"."""
+        self.interrupted_here = True
+
     def note(self, text: str) -> None:
         """A line of the client's own (dim), between the session's events."""
         self._line(self._c("2", safe(text)))
@@ -286,7 +291,10 @@ class Renderer:
         elif kind in ("plan_started", "plan_proposed", "plan_approved", "grill_round"):
             self._plan(ev)
         elif kind == "turn_ended" and self.turn_ends and ev.get("exit_reason") not in ("finished", None):
-            self._line(self._c("33", f"[{_s(ev, 'exit_reason')}] {_s(ev, 'message')}".rstrip()))
+            who = interrupter_words(ev, self.interrupted_here)
+            self._line(self._c("33", f"[{_s(ev, 'exit_reason')}] {_s(ev, 'message')}{who}".rstrip()))
+        if kind == "turn_ended" and _s(ev, "agent", "main") == "main":
+            self.interrupted_here = False
 
     def _response(self, ev: dict[str, Any], prefix: str, agent: str) -> None:
         """A complete (or interrupted) model message: what was not streamed here yet, then

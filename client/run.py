@@ -15,6 +15,7 @@ from .errors import DaemonLost, UsageError
 from .exitcodes import Condition, Exit, for_condition, for_error, for_reason
 from .output import counted, err, out_json, out_json_line
 from .render import Renderer
+from .words import interrupter_words
 from .requests import check_budgets, check_sandbox, resume_request, start_request
 from .stream import SessionStream
 
@@ -210,6 +211,8 @@ class _Follower:
         note = (ev.get("trust") or {}).get("note") if msg.seq == 0 and isinstance(ev.get("trust"), dict) else None
         if note:
             err(f"musec: {note}")
+        if ev.get("type") == "turn_ended" and not self.interrupted and interrupter_words(ev) and not self.quiet:
+            err(f"musec: the turn was interrupted{interrupter_words(ev)} (`musec attach`)")
         if self.output_format == "stream-json":
             out_json_line(msg.line)
         elif self.output_format == "text":

@@ -47,6 +47,15 @@ def answer_words(ev: dict[str, Any], by_you: bool = False) -> str:
     return f"approval: {decision} {who}{rules}"
 
 
+def interrupter_words(ev: dict[str, Any], by_you: bool = False) -> str:
+    """Who interrupted a turn (``turn_ended.interrupted_by``), to append to its line: `` (by
+    you)``, `` in another terminal``, or "" when no client did (a limit, the daemon stopping).
+    ``by_you``: this terminal asked for the interrupt."""
+    if not _s(ev, "interrupted_by").startswith("client:"):
+        return ""
+    return " (by you)" if by_you else " in another terminal"
+
+
 def interrupted_words(ev: dict[str, Any]) -> str:
     """An interrupted model message in words: ``answer interrupted (about 40 output tokens,
     counted in /cost)``; "about" when the provider had not said (``usage_estimated``)."""

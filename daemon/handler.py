@@ -281,7 +281,7 @@ class Connection:
                     await self.send(p.Error(id=msg.id, code="already_resolved", message=STALE_ANSWER))
                     return
             case p.Interrupt():
-                session.interrupt()
+                session.interrupt(self.name)
             case p.EndSession():
                 session.end()
             case p.SetApproval():

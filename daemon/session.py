@@ -148,6 +148,7 @@ class Session:
         self.skills_loaded = self.counters.skills_loaded  # folded from skill_loaded, live and on resume
         self._turn_scope: anyio.CancelScope | None = None
         self._interrupt_next = False  # an interrupt that came before the turn (headless)
+        self.interrupted_by = ""  # the client whose interrupt cut the running turn (``turn_ended``)
         self.stop_cause = ""  # why the running turn was cancelled, when not by the person (``_cut_turn``)
         self.last_stop = ""  # how the latest turn ended (``turn_ended``): a stopped one may be gone on with
         self.go_on_stopped = False  # a take-over goes on with the stopped turn (``pending.stopped_live_turn``)
@@ -451,12 +452,16 @@ class Session:
         """Start a turn with no person's message (a goal set or resumed while idle)."""
         self.submit(_KICK, "")
 
-    def interrupt(self) -> None:
+    def interrupt(self, by: str = "") -> None:
         """Cancel the current turn (the agent answers the calls it cut off); a headless
-        session not yet in one (its client's Ctrl-C as it starts) has its next turn cancelled."""
+        session not yet in one (its client's Ctrl-C as it starts) has its next turn cancelled.
+        ``by``: the client asking (``client:N``), named on the ``turn_ended`` (the first stands)."""
         if self._turn_scope is not None:
+            if not self._turn_scope.cancel_called:
+                self.interrupted_by = by
             self._cut_turn("")
         elif self.end_when_idle:
+            self.interrupted_by = self.interrupted_by if self._interrupt_next else by
             self._interrupt_next = True
 
     def end(self, cause: str = ENDED_BY_PERSON) -> None:
@@ -562,6 +567,8 @@ class Session:
     def _cut_turn_reset(self) -> None:
         """A new turn: no cause of a cancellation yet (the person's, until one is given)."""
         self.stop_cause = ""
+        if not self._interrupt_next:
+            self.interrupted_by = ""
         for agent in (self.agent, *self.workers.values()):
             if agent is not None:
                 agent.stop_cause = ""
@@ -592,7 +599,8 @@ class Session:
             reason, result, message = outcome.exit_reason, outcome.result, outcome.message
         self.status, self.last_stop = "idle", reason
         self.stir.set()
-        self.record(TurnEnded(exit_reason=reason, result=result, message=message))
+        by = self.interrupted_by if reason == "interrupted" and not self.stop_cause else ""
+        self.record(TurnEnded(exit_reason=reason, result=result, message=message, interrupted_by=by or msgspec.UNSET))
         await self.commit.durable(self.log.next_seq - 1)
         self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, result=result))
         return reason, result, message

@@ -137,11 +137,14 @@ class LogRepaired(Event, frozen=True, tag="log_repaired"):
 
 
 class TurnEnded(Event, frozen=True, tag="turn_ended"):
-    """The main agent stopped: ``exit_reason`` as in ``agents.loop.Outcome``."""
+    """The main agent stopped: ``exit_reason`` as in ``agents.loop.Outcome``.
+    ``interrupted_by``: the client whose interrupt stopped it (``client:N``), so every
+    terminal on the session can say whether it was this one or another (G10)."""
 
     exit_reason: str = ""
     result: str = ""
     message: str = ""
+    interrupted_by: str | UnsetType = UNSET
 
 
 class SessionEnded(Event, frozen=True, tag="session_ended"):

@@ -272,8 +272,8 @@ class ApprovalAnswer(_Msg, tag="approval_answer"):
     ``asked_seq`` names the question answered: the ``seq`` of its ``approval_requested``
     event. A call id alone does not (a model may give two calls the same id; a plan or a
     grill's question is asked again under its id), so an answer naming a question no longer
-    pending is refused and never decides the one asked next. -1 (a client of protocol 1):
-    whatever question is pending under ``call_id``.
+    pending is refused and never decides the one asked next. -1 (not said, as by an older
+    client): whatever question is pending under ``call_id``.
 
     Reply: ``Ok`` when this answer decided, ``Error{already_resolved}`` when another came
     first or the question is no longer asked (nothing is applied); every attached client

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.client.test_interactive_tmux import Tmux
+from tests.client.test_interactive_tmux import Tmux, prompt_after
 from tests.client.test_interactive_tmux import tmux_factory as tmux_factory  # the fixture
 from tests.conftest import BIN, Musec
 
@@ -69,3 +69,30 @@ def test_an_answer_typed_as_another_terminal_answers_is_not_applied_to_the_next_
     resolved = [e for e in _events(musec, sid) if e["type"] == "approval_resolved"]
     assert [e["decision"] for e in resolved] == ["allow" if first_answer == "y" else "deny", "deny"]
     assert len({e["by"] for e in resolved}) == 1  # both by the first terminal
+
+
+def test_ctrl_c_in_an_attached_terminal_says_in_every_terminal_who_interrupted(
+    musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory,
+) -> None:
+    # G10: any terminal on the session may drive it (DESIGN §4, README `musec attach`), so a
+    # Ctrl-C in the attached one interrupts the turn; the terminal that started the turn was
+    # left with a bare "[interrupted]", wondering. Now each terminal says who did it.
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "bash", "input": {"command": "echo started; sleep 60"}}],
+        [{"text": "Stopped as asked."}],
+    ]}))
+    first = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    first.wait_for(lambda s: "›" in s, "the prompt")
+    first.send("run something slow", "Enter")
+    first.wait_for(lambda s: "● bash(echo started; sleep 60)" in s, "the tool call")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    second = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    second.wait_for(lambda s: "● bash(echo started; sleep 60)" in s, "the tool call in the attached terminal")
+    second.send("C-c")
+    first.wait_for(lambda s: "the turn was interrupted in another terminal" in s and prompt_after(s, "interrupted"),
+                   "the owner told that another terminal interrupted, then its prompt", timeout_s=20)
+    second.wait_for(lambda s: "the turn was interrupted (by you)" in s, "the attached terminal told it did")
+    assert "in another terminal" not in second.screen().rpartition("[interrupting…]")[2]
+    events = [e for e in _events(musec, sid) if e["type"] == "turn_ended"]
+    assert events[-1]["exit_reason"] == "interrupted" and events[-1]["interrupted_by"].startswith("client:")
