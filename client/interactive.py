@@ -109,8 +109,10 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
         session_id = follower.session_id
     models: list[p.ModelInfo] | None = None
     read = _prompt_reader(status, slash, workspace, conn.sock.fileno())
-    typed = ""  # what was typed when the prompt gave way to the session's stream
     ahead: list[str] = []  # lines typed (and queued) while the agent worked: taken as if typed now
+    # what was typed when the prompt gave way to the session's stream; first, what was typed
+    # (and queued) while the session started or resumed (G18: it was shown queued, then dropped)
+    typed = _typed_ahead(follower, ahead, "")
     with CTRL_C.while_busy(lambda: follower.busy):  # a Ctrl-C while the agent works interrupts it, wherever it lands
         while True:
             try:
