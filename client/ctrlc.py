@@ -82,3 +82,40 @@ class CtrlC:
 
 CTRL_C = CtrlC()
 """The process's Ctrl-C handling (a signal handler is per process)."""
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP (the terminal closed) reached the client: ``signum`` says which.
+    A ``BaseException``, as ``KeyboardInterrupt`` is, so no guard for errors catches it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def stop_signals_raise() -> Iterator[None]:
+    """While inside, SIGTERM and SIGHUP raise ``Terminated`` in the main thread, so the client
+    can tell the daemon what to do with the turn it drives before it exits (fresh-user G16:
+    by default the process died and the turn ran on). A second one kills at once, as the
+    default does. Outside the main thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        for each in STOP_SIGNALS:
+            signal.signal(each, signal.SIG_DFL)
+        raise Terminated(signum)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, on_signal)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

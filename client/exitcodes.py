@@ -4,6 +4,7 @@
     1  goal unmet, or an error the    4  budget, turn or time limit reached
        agent or a check reported      5  provider or daemon unreachable
     2  usage error                  130  interrupted
+                                    129, 143  SIGHUP, SIGTERM (128 + the signal)
 
 Three kinds of condition map to them: how a session ended (``ExitReason``), why the
 daemon refused a request (``ErrorCode``), and what the client itself found
@@ -26,7 +27,9 @@ class Exit(enum.IntEnum):
     NEEDS_APPROVAL = 3
     LIMIT = 4
     UNREACHABLE = 5
+    HANGUP = 129  # SIGHUP: the terminal closed
     INTERRUPTED = 130
+    TERMINATED = 143  # SIGTERM
 
 
 FOR_REASON: dict[p.ExitReason, Exit] = {
@@ -119,3 +122,9 @@ def for_condition(condition: Condition) -> Exit:
 
 
 OK = Exit.OK
+
+
+def for_signal(signum: int) -> Exit:
+    """The exit code of a client stopped by SIGHUP or SIGTERM (128 + the signal, as a shell
+    reports a process the signal killed)."""
+    return Exit.HANGUP if signum == 1 else Exit.TERMINATED

@@ -20,9 +20,9 @@ from musec.daemon import protocol as p
 
 from .approvals import ask_trust
 from .connection import Connection, connect
-from .ctrlc import CTRL_C
+from .ctrlc import CTRL_C, Terminated, stop_signals_raise
 from .errors import DaemonLost, NothingToResume, UsageError
-from .exitcodes import OK, Condition, Exit, for_condition, for_error, for_reason
+from .exitcodes import OK, Condition, Exit, for_condition, for_error, for_reason, for_signal
 from .interactive_follow import TurnFollower
 from .interactive_input import Woken
 from .output import err, out
@@ -85,6 +85,18 @@ def _print_extensions(conn: Connection, workspace: str) -> set[str]:
 
 def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollower | None = None,
                 *, end_on_leave: bool = True) -> Exit:
+    """``_prompt_loop``; SIGTERM or SIGHUP (the terminal closed) ends it with 143 or 129,
+    interrupting this terminal's running turn unless another terminal follows the session
+    (``TurnFollower.stopped``, fresh-user G16)."""
+    held: list[TurnFollower] = [follower] if follower is not None else []
+    with stop_signals_raise():
+        try:
+            return _prompt_loop(conn, args, held, end_on_leave=end_on_leave)
+        except Terminated as stop:
+            return held[-1].stopped(stop.signum) if held else for_signal(stop.signum)
+
+
+def _prompt_loop(conn: Connection, args: argparse.Namespace, held: list[TurnFollower], *, end_on_leave: bool) -> Exit:
     """Read the person's messages and show the session, until /exit, Ctrl-D or Ctrl-C, or
     until the session ends (then with its exit code).
 
@@ -95,6 +107,7 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
     ``end_on_leave``: leaving ends the session (not so for ``musec attach``, which leaves
     it to its other clients).
     """
+    follower = held[0] if held else None
     renderer = follower.renderer if follower is not None else Renderer(sys.stdout, rich=True)
     renderer.messages = True
     status = follower.status if follower is not None else SessionStatus()
@@ -106,6 +119,7 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
         if not isinstance(started, tuple):
             return started
         follower, slash = started
+        held.append(follower)
         session_id = follower.session_id
     models: list[p.ModelInfo] | None = None
     read = _prompt_reader(status, slash, workspace, conn.sock.fileno())

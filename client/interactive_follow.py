@@ -18,7 +18,8 @@ from musec.daemon import protocol as p
 from .approvals import ApprovalDesk
 from .connection import Connection
 from .ctrlc import CTRL_C
-from .exitcodes import Exit, for_reason
+from .errors import DaemonLost
+from .exitcodes import Exit, for_reason, for_signal
 from .keys import EscWatch
 from .output import err, out
 from .render import Renderer
@@ -67,6 +68,7 @@ class TurnFollower:
         self.error_code = ""  # the code of the daemon's refusal to start or resume
         self.exit_code: Exit = Exit.GOAL_UNMET  # set from the session's end, when it ended
         self.busy = False
+        self.own_turn = False  # the running turn is this terminal's message's (until its Idle)
         self.ended: p.SessionEnded | None = None
         self.banner = ""  # said before the first event (``musec attach``: once the session is known)
         self.inputs: set[int] = set()  # ids of this terminal's UserInput requests (an Error answers one)
@@ -99,10 +101,37 @@ class TurnFollower:
         self.renderer.interrupting()
         out("\n[interrupting…]")
 
+    def stopped(self, signum: int) -> Exit:
+        """SIGTERM or SIGHUP (the terminal closed): a turn this terminal started is
+        interrupted unless another terminal follows the session (there it goes on, as
+        Claude Code's turn would not, but the session is the daemon's: DESIGN §4); say so
+        (where the terminal is still there) and return 143 or 129."""
+        import signal
+        import time
+
+        name = signal.Signals(signum).name
+        try:
+            if self.busy and self.own_turn and self.session_id:
+                stop = p.Interrupt(id=self.conn.next_id(), session_id=self.session_id, unless_followed=True)
+                self.conn.send(stop)
+                deadline = time.monotonic() + 5
+                while (left := deadline - time.monotonic()) > 0:
+                    msg = self.conn.recv(left)
+                    if isinstance(msg, p.Ok | p.Error) and msg.id == stop.id:
+                        break
+                err(f"\nmusec: {name}: this terminal's turn was interrupted, unless another terminal "
+                    f"follows session {self.session_id} (there it goes on)")
+            else:
+                err(f"\nmusec: {name}: leaving session {self.session_id or '(not started)'}")
+        except (DaemonLost, OSError):
+            pass  # the daemon is gone, or so is the terminal
+        return for_signal(signum)
+
     def sent(self, request_id: int, client_msg_id: str) -> None:
         """This terminal sent a person's message (``UserInput`` ``request_id``): the agent
         is busy until the next ``Idle``; the message is not shown again when it is logged."""
         self.inputs.add(request_id)
+        self.own_turn = True
         self.unseen_own.append(client_msg_id)
         self.renderer.own_messages.add(client_msg_id)
         self.busy = True
@@ -221,7 +250,7 @@ class TurnFollower:
             case p.Idle() if self._stale_idle:  # the Idle of a turn already seen ended (after a cut-off)
                 self._stale_idle = False
             case p.Idle():
-                self.busy = False
+                self.busy = self.own_turn = False
                 self.renderer.stop_wait(turn_over=True)
                 if msg.note:
                     self.renderer.note(msg.note)

@@ -12,12 +12,13 @@ from musec.daemon import protocol as p
 
 from .connection import Connection, connect
 from .errors import DaemonLost, UsageError
-from .exitcodes import Condition, Exit, for_condition, for_error, for_reason
+from .ctrlc import Terminated, stop_signals_raise
+from .exitcodes import Condition, Exit, for_condition, for_error, for_reason, for_signal
 from .output import counted, err, out_json, out_json_line
 from .render import Renderer
-from .words import interrupter_words
 from .requests import check_budgets, check_sandbox, resume_request, start_request
 from .stream import SessionStream
+from .words import interrupter_words
 
 OutputFormat = str  # "text" | "json" | "stream-json"
 
@@ -96,15 +97,20 @@ def follow_run(
     ``info`` gets the ``session_id`` and ``log_path``. A cut-off (``Resync``) re-attaches
     from the last event read; the daemon going away exits 5 at once. Ctrl-C, wherever it
     lands, interrupts the turn (the session then ends); a second one stops waiting.
+    SIGTERM or SIGHUP interrupts the turn too, says so in one line and exits 143 or 129
+    (``_Follower.stopped``): the run's turn never goes on without the client.
     """
     follower = _Follower(conn, req, output_format, events, {} if info is None else info, quiet)
-    while True:
-        try:
-            code = follower.step()
-        except KeyboardInterrupt:
-            code = _ctrl_c(follower)
-        if code is not None:
-            return code
+    with stop_signals_raise():
+        while True:
+            try:
+                code = follower.step()
+            except KeyboardInterrupt:
+                code = _ctrl_c(follower)
+            except Terminated as stop:
+                return follower.stopped(stop.signum)
+            if code is not None:
+                return code
 
 
 def _ctrl_c(follower: _Follower) -> int | None:
@@ -138,6 +144,43 @@ class _Follower:
             self.conn.send(p.Interrupt(id=self.conn.next_id(), session_id=self.stream.session_id))
         err(f"\n{INTERRUPTING}")
         return None
+
+    def stopped(self, signum: int) -> int:
+        """SIGTERM or SIGHUP: interrupt the turn (once the session's id is known: waited for
+        a few seconds), say so in one line, and return 143 or 129. The session then ends, as
+        after Ctrl-C; a signal before the request went out leaves nothing to stop."""
+        import signal
+        import time
+
+        name = signal.Signals(signum).name
+        deadline = time.monotonic() + 5
+        try:
+            if self.sent and not self.stream.session_id:
+                self._until(lambda m: isinstance(m, p.SessionStarted | p.Error | p.SessionEnded), deadline)
+            sid = self.stream.session_id
+            if sid:
+                stop = p.Interrupt(id=self.conn.next_id(), session_id=sid)
+                self.conn.send(stop)
+                self._until(lambda m: isinstance(m, p.Ok | p.Error) and m.id == stop.id, deadline)
+                err(f"\nmusec: {name}: the turn of session {sid} was interrupted and the session ends "
+                    f"(`musec log {sid}` shows it)")
+            else:
+                err(f"\nmusec: {name}: stopped before the session had started")
+        except (DaemonLost, OSError):
+            pass  # the daemon is gone (its turn with it), or so is the terminal (SIGHUP)
+        return for_signal(signum)
+
+    def _until(self, done: Callable[[p.DaemonMsg], bool], deadline: float) -> None:
+        """Read (and note the session id from) the daemon's messages until ``done`` says so
+        or ``deadline`` (``time.monotonic``) passes."""
+        import time
+
+        while (left := deadline - time.monotonic()) > 0:
+            msg = self.conn.recv(left)
+            if isinstance(msg, p.SessionStarted) and msg.id == self.req.id:
+                self.stream.session_id = msg.session_id
+            if done(msg):
+                return
 
     def step(self) -> int | None:
         """Send the request (the first time), read one message and show it; the exit code

@@ -70,6 +70,7 @@ class Connection:
         self.send_lock = anyio.Lock()
         self.name = f"client:{secrets.token_hex(3)}"
         self.driving: set[str] = set()  # sessions this client started or resumed (a re-attach still drives)
+        self.subscriptions: list[Any] = []  # this client's subscribers (``Interrupt.unless_followed``)
 
     async def send(self, msg: Any) -> None:
         """Send one message, in as many frames as it needs (``protocol.encode_fitted``);
@@ -281,7 +282,8 @@ class Connection:
                     await self.send(p.Error(id=msg.id, code="already_resolved", message=STALE_ANSWER))
                     return
             case p.Interrupt():
-                session.interrupt(self.name)
+                if not (msg.unless_followed and any(sub not in self.subscriptions for sub in session.subscribers)):
+                    session.interrupt(self.name)
             case p.EndSession():
                 session.end()
             case p.SetApproval():
@@ -358,6 +360,7 @@ class Connection:
 
     def _subscribe(self, session: Session, request_id: int, since_seq: int, *, drives: bool = False) -> Any:
         sub, upto_seq = session.attach(request_id, since_seq, drives=drives)
+        self.subscriptions.append(sub)
         if drives:
             self.driving.add(session.id)
         self.tg.start_soon(self._forward, session, sub, upto_seq)
@@ -382,6 +385,8 @@ class Connection:
             pass
         finally:
             session.detach(sub)
+            if sub in self.subscriptions:
+                self.subscriptions.remove(sub)
 
 
 def _too_large(request_id: int, what: str, exc: p.FrameError, session_id: str = "") -> p.Error:

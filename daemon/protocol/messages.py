@@ -292,11 +292,16 @@ class ApprovalAnswer(_Msg, tag="approval_answer"):
 class Interrupt(_Msg, tag="interrupt"):
     """Stop the session's current turn (the tool running is killed, the model call dropped).
 
+    ``unless_followed``: only when no other client follows the session (a terminal that
+    closed, SIGHUP, while its turn ran: the turn goes on for the other terminals, else it
+    stops). A daemon that does not know the field interrupts.
+
     Reply: ``Ok``; the stream then shows the turn ending (``Idle{interrupted}``).
     """
 
     id: int
     session_id: str
+    unless_followed: bool = False
 
 
 class EndSession(_Msg, tag="end_session"):

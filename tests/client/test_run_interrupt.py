@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import BIN, Musec
 
 
@@ -93,3 +95,30 @@ def test_a_ctrl_c_before_the_first_turn_interrupts_it(musec: Musec, buggy_repo: 
     # The turn was cancelled as it began: the command never ran to its end (it would take 60 s).
     assert not [e for e in events if e["type"] == "tool_finished"]
     assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "interrupted"
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_or_sighup_interrupts_the_runs_turn_and_exits_128_plus_the_signal(
+        musec: Musec, buggy_repo: Path, tmp_path: Path, signum: int, code: int) -> None:
+    """Fresh-user G16: SIGTERM (a CI job cancelled, `timeout`) or SIGHUP (the terminal closed)
+    killed the client alone; the daemon went on running the turn and its command."""
+    gate = tmp_path / "gate"
+    gate.write_text("")  # the hook lets everything through at once
+    proc = _slow_run(musec, buggy_repo, tmp_path, "SessionEnd", gate)
+    try:
+        first = _read_until(proc.stderr, b"\n").decode()
+        sid = first.split()[1]
+        _read_until(proc.stdout, b"sleep 60")  # the tool runs
+        proc.send_signal(signum)
+        _, rest = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    name = signal.Signals(signum).name
+    assert proc.returncode == code, (proc.returncode, rest.decode())
+    said = [line for line in rest.decode().splitlines() if line.strip()]
+    assert said == [f"musec: {name}: the turn of session {sid} was interrupted and the session ends "
+                    f"(`musec log {sid}` shows it)"], said
+    follow = musec("attach", sid, "--output-format", "stream-json", timeout=60)
+    events = [json.loads(line) for line in follow.stdout.splitlines()]
+    assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "interrupted", events[-1]
+    assert [e["type"] for e in events].count("tool_interrupted") == 1

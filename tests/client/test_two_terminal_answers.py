@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,55 @@ def test_ctrl_c_in_an_attached_terminal_says_in_every_terminal_who_interrupted(
     assert "in another terminal" not in second.screen().rpartition("[interrupting…]")[2]
     events = [e for e in _events(musec, sid) if e["type"] == "turn_ended"]
     assert events[-1]["exit_reason"] == "interrupted" and events[-1]["interrupted_by"].startswith("client:")
+
+
+def _until_logged(musec: Musec, sid: str, predicate, what: str, timeout_s: float = 30) -> list[dict]:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        events = _events(musec, sid)
+        if predicate(events):
+            return events
+        time.sleep(0.1)  # polling a log another process writes
+    raise AssertionError(f"timed out waiting for {what}; the log's types: {[e['type'] for e in _events(musec, sid)]}")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_a_terminal_closed_during_its_turn_interrupts_it_unless_another_follows(
+    musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory, signum: int,
+) -> None:
+    # G16: the interactive client killed by SIGHUP (its terminal closed) or SIGTERM left its
+    # turn and the command running in the daemon with nobody watching. Now: with another
+    # terminal attached the turn goes on there; alone, it is interrupted.
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "bash", "input": {"command": "echo started; sleep 60"}}],
+        [{"tool": "bash", "input": {"command": "echo again; sleep 60"}}],
+        [{"text": "done"}],
+    ]}))
+    command = f"sh -c 'echo PID=$$; exec {BIN / 'musec'} --model scripted:{script} --approval auto'"
+    first = tmux_factory(command, musec.env, buggy_repo)
+    pid = _pid(first)
+    first.wait_for(lambda s: "›" in s, "the prompt")
+    first.send("run something slow", "Enter")
+    first.wait_for(lambda s: "● bash(echo started; sleep 60)" in s, "the tool call")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    second = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    second.wait_for(lambda s: "● bash(echo started; sleep 60)" in s, "the tool call in the attached terminal")
+    os.kill(pid, signum)
+    first.wait_for(lambda s: f"EXITED={128 + signum}" in s, "the first client to exit with 128 + the signal")
+    # Another terminal follows: the turn goes on for it (its command still runs).
+    assert [e["type"] for e in _events(musec, sid)].count("turn_ended") == 0
+    second.send("C-c")  # that terminal stops it, and goes on with the session alone
+    second.wait_for(lambda s: prompt_after(s, "interrupted"), "the attached terminal's prompt")
+    second.send("go again", "Enter")
+    second.wait_for(lambda s: "● bash(echo again; sleep 60)" in s, "the second turn's tool call")
+    second_pid = int(subprocess.run(["tmux", "-L", second.server, "display", "-p", "-t", "0", "#{pane_pid}"],
+                                    capture_output=True, text=True, check=True).stdout.split()[0])
+    children = subprocess.run(["pgrep", "-P", str(second_pid)], capture_output=True, text=True).stdout.split()
+    os.kill(int(children[0]) if children else second_pid, signum)
+    # Alone, its turn is interrupted: the command does not run on for a minute.
+    events = _until_logged(musec, sid, lambda es: [e["type"] for e in es].count("turn_ended") == 2,
+                           "the second turn to end", timeout_s=20)
+    assert [e["exit_reason"] for e in events if e["type"] == "turn_ended"] == ["interrupted", "interrupted"]
