@@ -69,6 +69,10 @@ def cmd_log(args: argparse.Namespace) -> Exit:
             out_json_line(line)
         else:
             out(log_line_summary(event, calls))
+    damaged = getattr(conn.last_reply, "damaged", "")
+    if damaged:
+        err(f"musec: {damaged}; the log is shown up to it (check it with `musec log verify {args.args[0]}`)")
+        return for_condition(Condition.LOG_DAMAGED)
     return OK
 
 

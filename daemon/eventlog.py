@@ -380,19 +380,56 @@ def verify(path: Path) -> VerifyReport:
     return report
 
 
-def iter_events(path: Path, refill: Callable[[bytes], bytes] | None = None) -> Iterator[AnyEvent]:
+def iter_events(path: Path, refill: Callable[[bytes], bytes] | None = None, *,
+                check: bool = True) -> Iterator[AnyEvent]:
     """The log's whole events, one at a time (memory stays flat); a torn tail is left out.
     ``refill`` gives each line back as it was before redaction (``Refill.line``, resume).
+    ``check``: each line's hash chain is checked as it is read (``ChainCheck``), so no view
+    (cost, agents, workers, plans, apply, replay) takes a changed line for what was
+    logged; ``False`` where the whole log was just verified (``EventLog.open``).
 
     Raises:
         LogCorrupt: naming the seq of the first line that is not an event (not JSON, or
-            of a type or shape this musec does not know).
+            of a type or shape this musec does not know) or whose chain is broken.
     """
+    chain = ChainCheck(path.name) if check else None
     with open(path, "rb", buffering=1 << 20) as f:
         for n, raw in enumerate(f):
             if not raw.endswith(b"\n"):
                 return
+            if chain is not None:
+                chain.line(raw[:-1])
             yield _decode(raw if refill is None else refill(raw), n, path)
+
+
+class ChainCheck:
+    """The hash chain and ``seq`` order checked one line at a time, from the first line
+    (the module docstring's chain, as ``verify_lines`` checks it).
+
+    Args:
+        name: the log's file name, for the error.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.prev_h = ""
+        self.n = 0
+
+    def line(self, line: bytes) -> None:
+        """Check the next line (no newline).
+
+        Raises:
+            LogCorrupt: the line is not the one that was written after the ones before.
+        """
+        try:
+            body, h = split_line(line)
+        except LogCorrupt:
+            raise LogCorrupt(f"{self.name}: seq {self.n} is damaged") from None
+        if chain_hash(self.prev_h, body) != h or _seq_prefix(body) != self.n:
+            raise LogCorrupt(f"{self.name}: seq {self.n}: hash chain broken (the line or one before it was "
+                             "changed after it was written)")
+        self.prev_h = h
+        self.n += 1
 
 
 def _decode(line: bytes, n: int, path: Path) -> AnyEvent:

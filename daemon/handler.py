@@ -173,8 +173,10 @@ class Connection:
             case p.ReadLog():
                 sid = self.index.resolve_id(msg.session_id)
                 path = self.index.log_path(sid)
-                sent = await send_log(self.send_bytes, event_batches(path, msg.id, sid, -1))
-                await self.send(p.LogLines(id=msg.id, session_id=sid, lines=[], log_path=str(path), events=sent))
+                damaged: list[str] = []
+                sent = await send_log(self.send_bytes, event_batches(path, msg.id, sid, -1, damaged=damaged))
+                await self.send(p.LogLines(id=msg.id, session_id=sid, lines=[], log_path=str(path), events=sent,
+                                           damaged=damaged[0] if damaged else ""))
             case p.Replay() | p.Cost() | p.ListAgents() | p.ListWorkers() | p.VerifyLog() | p.ShowPlan():
                 await self.send(await off_loop(self._quiet_view, msg))
                 await off_loop(release_memory)  # a view of a large log was as large as it

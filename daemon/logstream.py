@@ -16,12 +16,15 @@ from pathlib import Path
 import anyio.to_thread
 
 from . import protocol as p
+from .errors import LogCorrupt
+from .eventlog import ChainCheck
 
 BATCH_BYTES = 1 << 20
 
 
 def event_batches(path: Path, request_id: int, session_id: str, since_seq: int, upto_seq: int | None = None, *,
-                  backlog: bool = False, batch_bytes: int = BATCH_BYTES) -> Generator[tuple[bytes, int], None, None]:
+                  backlog: bool = False, batch_bytes: int = BATCH_BYTES,
+                  damaged: list[str] | None = None) -> Generator[tuple[bytes, int], None, None]:
     """The log's lines with ``since_seq < seq <= upto_seq`` as encoded ``Event`` frames.
 
     Args:
@@ -33,6 +36,9 @@ def event_batches(path: Path, request_id: int, session_id: str, since_seq: int, 
             without its newline, is left out).
         backlog: mark the frames ``backlog`` and the last one ``backlog_end``.
         batch_bytes: about how many bytes of frames each batch holds.
+        damaged: when given, each line's hash chain is checked from the first line
+            (``eventlog.ChainCheck``); at the first line that was changed after it was
+            written, nothing more is sent and what is wrong is appended here.
 
     Yields:
         ``(frames, count)``: the bytes of ``count`` events' frames, ready to write.
@@ -44,10 +50,17 @@ def event_batches(path: Path, request_id: int, session_id: str, since_seq: int, 
     def frame(seq: int, line: bytes, last: bool) -> bytes:
         return p.event_frames(request_id, session_id, seq, line, backlog=backlog, backlog_end=backlog and last)
 
+    chain = None if damaged is None else ChainCheck(path.name)
     with open(path, "rb", buffering=1 << 20) as f:
         for seq, raw in enumerate(f):
             if not raw.endswith(b"\n") or (upto_seq is not None and seq > upto_seq):
                 break
+            if chain is not None and damaged is not None:
+                try:
+                    chain.line(raw[:-1])
+                except LogCorrupt as exc:
+                    damaged.append(str(exc))
+                    break
             if seq <= since_seq:
                 continue
             if held is not None:

@@ -192,7 +192,7 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     session.agent = agent
     try:
         appliers = [agent.history.apply, session.restore, *(bg.restore for bg in session.background.values())]
-        state = await anyio.to_thread.run_sync(_quiet_fold, iter_events(path, refill.line), appliers)
+        state = await anyio.to_thread.run_sync(_quiet_fold, iter_events(path, refill.line, check=False), appliers)
     except BaseException:
         elog.close()
         raise

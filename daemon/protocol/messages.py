@@ -660,13 +660,16 @@ class Sessions(_Msg, tag="sessions"):
 class LogLines(_Msg, tag="log_lines"):
     """The end of a ``ReadLog`` reply: ``events`` lines were sent before it as ``Event``
     frames. ``lines`` is empty from protocol 3 on (it held the whole log in one frame,
-    which a log over the frame limit could not be)."""
+    which a log over the frame limit could not be). ``damaged``: the line after the last
+    one sent was changed after it was written (its hash chain is broken: what, and where);
+    nothing past it was sent."""
 
     id: int
     session_id: str
     lines: list[bytes]
     log_path: str = ""
     events: int = 0
+    damaged: str = ""
 
 
 class VerifyResult(_Msg, tag="verify_result"):

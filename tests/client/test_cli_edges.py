@@ -94,3 +94,28 @@ def test_a_damaged_log_is_said_in_a_sentence_with_what_to_do(musec: Musec, buggy
     assert json.loads(musec("replay", sid, "--json").stdout)["damaged"] is True
     verify = musec("log", "verify", sid)
     assert verify.returncode == 1 and f"the log was changed after it was written: `musec log {sid}`" in verify.stdout
+
+
+def test_a_log_changed_after_it_was_written_is_never_shown_or_replayed_as_logged(
+        musec: Musec, buggy_repo: Path, fix_script: Path) -> None:
+    # fresh-user trial s7: with a line edited (still valid JSON) or two lines swapped, `musec
+    # log verify` failed but `musec log` printed the forged text with exit 0 and `musec
+    # replay` said every request was re-derived byte for byte
+    assert musec("run", "--model", f"scripted:{fix_script}", "--approval", "auto", "fix it", cwd=buggy_repo).returncode == 0
+    sid = musec.json("sessions", "--all", "--json")[0]["id"]
+    path = musec.home / "state" / "sessions" / f"{sid}.jsonl"
+    whole = path.read_bytes()
+    lines = whole.split(b"\n")
+    forged = [i for i, line in enumerate(lines) if b'"fix it"' in line][0]
+    for bad, changed in ((forged, lines[:forged] + [lines[forged].replace(b'"fix it"', b'"fix IT"')] + lines[forged + 1:]),
+                         (3, lines[:3] + [lines[4], lines[3]] + lines[5:])):
+        path.write_bytes(b"\n".join(changed))
+        log = musec("log", sid)
+        assert log.returncode == 1 and "fix IT" not in log.stdout, log.stdout
+        assert f"seq {bad}: hash chain broken" in log.stderr and f"musec log verify {sid}" in log.stderr, log.stderr
+        assert len(log.stdout.splitlines()) == bad  # the lines before the changed one
+        assert b"fix IT" not in musec("log", sid, "--json").stdout.encode()
+        replay = musec("replay", sid)
+        assert replay.returncode == 1 and "the log is damaged, so nothing was replayed" in replay.stdout, replay.stdout
+    path.write_bytes(whole)
+    assert musec("log", sid).returncode == 0 and musec("replay", sid).returncode == 0

@@ -29,6 +29,7 @@ from musec.daemon.eventlog import (
     EventLog,
     chain_hash,
     first_and_last,
+    iter_events,
     read_events,
     read_lines,
     split_line,
@@ -165,6 +166,32 @@ def test_deleting_swapping_and_truncating_are_detected(log_bytes: bytes) -> None
             assert report.ok and report.events < n
         else:
             assert not report.ok and report.torn_bytes
+
+
+@SETTINGS
+@given(st.data())
+def test_reading_events_stops_where_verify_does(log_bytes: bytes, data: st.DataObject) -> None:
+    """Every view reads the log through ``iter_events``: a changed line (one bit, or two
+    lines swapped) is a ``LogCorrupt`` at the seq ``verify`` names, never an event that
+    was not logged (fresh-user trial s7: ``musec log``/``replay`` showed forged lines)."""
+    damaged = bytearray(log_bytes)
+    if data.draw(st.booleans(), label="swap"):
+        lines = log_bytes.split(b"\n")[:-1]
+        i = data.draw(st.integers(0, len(lines) - 2), label="i")
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        damaged = bytearray(b"".join(line + b"\n" for line in lines))
+    else:
+        damaged[data.draw(st.integers(0, len(log_bytes) - 2), label="pos")] ^= 1 << data.draw(st.integers(0, 7))
+    report = verify_bytes(bytes(damaged))
+    path = _scratch(bytes(damaged))
+    try:
+        read: list[object] = []
+        with pytest.raises(LogCorrupt) as caught:
+            read.extend(iter_events(path))
+        assert len(read) == report.events and f"seq {report.events}" in str(caught.value)
+        assert read == read_events(_scratch(log_bytes))[: report.events]
+    finally:
+        path.unlink()
 
 
 def test_editing_a_line_and_rehashing_only_it_is_detected(log_bytes: bytes) -> None:
