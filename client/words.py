@@ -43,7 +43,16 @@ def answer_words(ev: dict[str, Any], by_you: bool = False) -> str:
         return f"grill: {'answered' if decision == 'allow' else 'ended'} {who}"
     decision = {"allow": "allowed", "deny": "denied", "always": "always allowed"}.get(decision, decision)
     saved = ev.get("saved_rules")
-    rules = f" (saved {', '.join(safe(str(r)) for r in saved)})" if isinstance(saved, list) and saved else ""
+    rules = ""
+    if isinstance(saved, list) and saved:
+        named = ", ".join(safe(str(r)) for r in saved)
+        error = ev.get("save_error")
+        if isinstance(error, str) and error:  # said, never "saved" (fresh-user trial s7: a broken config.toml)
+            rules = f" ({named} for this session only; not saved: {safe(error)})"
+        elif ev.get("saved_to") == "":  # a rule only this session keeps (an older daemon: no field)
+            rules = f" ({named} for this session only)"
+        else:
+            rules = f" (saved {named})"
     return f"approval: {decision} {who}{rules}"
 
 

@@ -40,3 +40,18 @@ def test_the_answer_line_names_the_saved_rules() -> None:
         {"type": "approval_resolved", "call_id": "c1", "decision": "always", "by": "person",
          "saved_rules": ["bash(rm -rf build)"]})
     assert words == "approval: always allowed by the person (saved bash(rm -rf build))"
+
+
+def test_the_answer_line_never_says_saved_when_nothing_was_saved() -> None:
+    # fresh-user trial s7: config.toml broken while the question was up; the terminal said
+    # "(saved bash(ls *))" and the save_error in the event was shown nowhere
+    ev = {"type": "approval_resolved", "call_id": "c1", "decision": "always", "by": "person",
+          "saved_rules": ["bash(ls *)"], "saved_to": "",
+          "save_error": "/h/config.toml is not valid TOML (line 1); fix it or move it away"}
+    words = Renderer(io.StringIO()).resolved_words(ev)
+    assert "saved bash" not in words and "not saved: /h/config.toml is not valid TOML" in words
+    assert "for this session only" in words
+    words = Renderer(io.StringIO()).resolved_words({**ev, "save_error": None, "saved_to": ""})
+    assert words == "approval: always allowed by the person (bash(ls *) for this session only)"
+    words = Renderer(io.StringIO()).resolved_words({**ev, "save_error": None, "saved_to": "/h/config.toml"})
+    assert words == "approval: always allowed by the person (saved bash(ls *))"
