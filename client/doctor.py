@@ -68,8 +68,22 @@ def _credentials() -> tuple[str, str, str]:
     said = "; ".join(x for x in (", ".join(keys) + " set" if keys else "",
                                   ", ".join(stored) + f" in the keyring (musec login): {backend}" if stored else "") if x)
     if not said:
-        return "credentials", WARN, "no provider key set (musec login stores one; musec demo and scripted: models need none)"
+        return "credentials", WARN, ("no provider key set (" + _login_words() +
+                                     "; musec demo and scripted: models need none)")
     return "credentials", WARN if "in plaintext" in backend else OK_, said
+
+
+def _login_words() -> str:
+    """Whether ``musec login`` could store a key here, in words."""
+    from .login import usable
+
+    try:
+        if not usable():
+            return ("musec login cannot store one here: keyring found no backend; set the variable, or "
+                    "`pip install keyrings.alt` for a plaintext file")
+    except Exception:  # noqa: BLE001 - keyring missing (UsageError) or broken: login says why itself
+        return "musec login stores one with musec[login]"
+    return "musec login stores one"
 
 
 def cmd_doctor() -> Exit:

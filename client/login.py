@@ -45,6 +45,10 @@ def cmd_login(args: argparse.Namespace) -> Exit:
     """Ask for a key (hidden on a terminal; a line of stdin otherwise) and store it."""
     name, var = _var(args.provider)
     kr = _keyring()  # before asking: a person never types a key that cannot be stored
+    if not usable(kr):
+        raise UsageError(f"no keyring to store the key in here (keyring found no backend: no Secret Service or "
+                         f"KWallet); set {var} in the environment instead, or `pip install keyrings.alt` to keep "
+                         "keys in a plaintext file")
     where = backend_words(kr)
     if sys.stdin.isatty():
         key = getpass.getpass(f"{name} API key (stored as {var} in {where}): ")
@@ -72,8 +76,20 @@ def cmd_logout(args: argparse.Namespace) -> Exit:
         return OK
     except kr.errors.KeyringError as exc:
         raise UsageError(f"the keyring failed ({exc})") from None
-    out(f"removed the {name} key from {backend_words(kr)}")
+    out(f"removed the {name} key from {backend_words(kr).partition(':')[0]}")
     return OK
+
+
+def _backend(kr: Any = None) -> Any:
+    backend = (kr or _keyring()).get_keyring()
+    chained = getattr(backend, "backends", None)  # keyring's ChainerBackend: the first one stores
+    return chained[0] if isinstance(chained, (list, tuple)) and chained else backend
+
+
+def usable(kr: Any = None) -> bool:
+    """Whether keyring has a backend that can store a key: not its ``fail`` backend (what
+    it picks when it finds none: every call raises) nor its ``null`` one (keeps nothing)."""
+    return type(_backend(kr)).__module__ not in ("keyring.backends.fail", "keyring.backends.null")
 
 
 def backend_words(kr: Any = None) -> str:
@@ -81,10 +97,7 @@ def backend_words(kr: Any = None) -> str:
     keyrings.alt's plaintext file was called "the system keyring"): ``the SecretService
     keyring``; a backend that does not encrypt (a ``Plaintext`` one, or one whose
     ``scheme`` says no encryption) says so and where its file is."""
-    backend = (kr or _keyring()).get_keyring()
-    chained = getattr(backend, "backends", None)  # keyring's ChainerBackend: the first one stores
-    if isinstance(chained, (list, tuple)) and chained:
-        backend = chained[0]
+    backend = _backend(kr)
     cls = type(backend)
     name = cls.__name__ if cls.__name__ != "Keyring" else cls.__module__.rpartition(".")[2]  # SecretService.Keyring
     if "plaintext" in cls.__name__.lower() or str(getattr(backend, "scheme", "")).lower().startswith("no enc"):

@@ -66,3 +66,15 @@ def test_login_without_the_keyring_library_says_so_before_asking(tmp_path: Path)
     proc = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path), input="", capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and "needs the keyring library" in proc.stderr, proc.stderr
+
+
+def test_login_without_a_keyring_backend_says_so_before_asking(musec: Musec, tmp_path: Path) -> None:
+    """Fresh-user trial s7: on a headless Linux keyring picks its `fail` backend; login
+    asked for the key "stored ... in the fail keyring", then said the keyring refused it."""
+    env = {**_env(tmp_path), "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+    proc = musec("login", "anthropic", env=env, input=KEY + "\n")
+    assert proc.returncode == 2 and "no keyring to store the key in here" in proc.stderr, proc.stderr
+    assert "set ANTHROPIC_API_KEY in the environment" in proc.stderr and "refused" not in proc.stderr
+    assert "fail keyring" not in proc.stdout + proc.stderr
+    doctor = musec("doctor", env={k: v for k, v in env.items()}).stdout
+    assert "musec login cannot store one here: keyring found no backend" in doctor, doctor
