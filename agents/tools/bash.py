@@ -112,6 +112,7 @@ class BashTool:
                 timeout_s=timeout_s,
                 sink=sink,
                 kill_grace_s=self._kill_grace_s,
+                warm=ctx.sandbox.mode == "bwrap",
             )
         except OSError as exc:
             if not os.path.isdir(ctx.workspace):

@@ -104,9 +104,15 @@ class ProcessExit:
     timed_out: bool
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+def _signal_group(process: Process, sig: int) -> None:
+    """Send ``sig`` to the process group of ``process`` (a warm sandbox's command through
+    its sandbox: its PID is one of the sandbox's namespace)."""
+    signal_group = getattr(process, "signal_group", None)
+    if signal_group is not None:
+        signal_group(sig)
+        return
     try:
-        os.killpg(pgid, sig)
+        os.killpg(process.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -148,11 +154,11 @@ async def _feed_stdin(process: Process, data: bytes) -> None:
 
 async def _terminate_group(process: Process, kill_grace_s: float) -> None:
     """SIGTERM the process group, wait up to ``kill_grace_s``, then SIGKILL it."""
-    _signal_group(process.pid, signal.SIGTERM)
+    _signal_group(process, signal.SIGTERM)
     with anyio.move_on_after(kill_grace_s):
         await process.wait()
         return
-    _signal_group(process.pid, signal.SIGKILL)
+    _signal_group(process, signal.SIGKILL)
     await process.wait()
 
 
@@ -166,6 +172,7 @@ async def run_process_group(
     stderr_sink: Callable[[bytes], object] | None = None,
     kill_grace_s: float = 2.0,
     stdin_data: bytes | None = None,
+    warm: bool = False,
 ) -> ProcessExit:
     """Run ``argv`` in a new session, feeding its output to ``sink``.
 
@@ -181,6 +188,9 @@ async def run_process_group(
         kill_grace_s: seconds between SIGTERM and SIGKILL.
         stdin_data: written to the process's stdin, which is then closed (default: stdin
             is ``/dev/null``). A process that does not read it all is not waited for.
+        warm: ``argv`` is a bubblewrap argv (``sandbox.bwrap_argv``) whose command may run
+            in a warm sandbox of the same policy (``warm.open_warm``); else, or where none
+            can start, bwrap runs as usual.
 
     Returns:
         The exit status and whether the deadline was hit.
@@ -188,7 +198,7 @@ async def run_process_group(
     Raises:
         OSError: the program could not be started.
     """
-    process, sentinel = await _start(argv, cwd, env, merge_stderr=stderr_sink is None, pipe_stdin=stdin_data is not None)
+    process, sentinel = await _start(argv, cwd, env, merge_stderr=stderr_sink is None, pipe_stdin=stdin_data is not None, warm=warm)
     timed_out = False
     try:
         streams = [(process.stdout, sink)]
@@ -206,7 +216,7 @@ async def run_process_group(
             if deadline.cancelled_caught:
                 timed_out = True
                 await _terminate_group(process, kill_grace_s)
-            _signal_group(process.pid, signal.SIGKILL)  # what is left, e.g. `cmd &`
+            _signal_group(process, signal.SIGKILL)  # what is left, e.g. `cmd &`
             with anyio.move_on_after(DRAIN_TIMEOUT_S):
                 for eof in eofs:
                     await eof.wait()
@@ -218,7 +228,7 @@ async def run_process_group(
 
 
 async def _start(argv: Sequence[str], cwd: Path | str, env: Mapping[str, str], *,
-                 merge_stderr: bool, pipe_stdin: bool) -> tuple[Process, socket.socket]:
+                 merge_stderr: bool, pipe_stdin: bool, warm: bool = False) -> tuple[Process, socket.socket]:
     """Start ``argv`` in a new session; return it and the sentinel socket whose end of
     file says every descendant has exited.
 
@@ -228,17 +238,26 @@ async def _start(argv: Sequence[str], cwd: Path | str, env: Mapping[str, str], *
     # Every descendant inherits the child end of this socket pair unless it closes it, so
     # its end of file says they have all exited, even those that redirected stdout.
     sentinel, child_end = socket.socketpair()
+    stdin = subprocess.PIPE if pipe_stdin else subprocess.DEVNULL
+    stderr = subprocess.STDOUT if merge_stderr else subprocess.PIPE
     try:
-        process = await open_process(  # vfork, not uvloop's fork of the whole daemon
-            list(argv),
-            stdin=subprocess.PIPE if pipe_stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-            pass_fds=(child_end.fileno(),),
-        )
+        process: Process | None = None
+        if warm:
+            from .warm import open_warm
+
+            process = await open_warm(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
+                                      pass_fds=(child_end.fileno(),))
+        if process is None:
+            process = await open_process(  # vfork, not uvloop's fork of the whole daemon
+                list(argv),
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                cwd=cwd,
+                env=dict(env),
+                start_new_session=True,
+                pass_fds=(child_end.fileno(),),
+            )
     except BaseException:
         sentinel.close()
         raise
@@ -254,7 +273,7 @@ async def _pump(process: Process, stream: ByteReceiveStream, feed: Callable[[byt
     try:
         async for chunk in stream:
             if feed(chunk) is False:
-                _signal_group(process.pid, signal.SIGKILL)
+                _signal_group(process, signal.SIGKILL)
                 break
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass
@@ -267,7 +286,7 @@ async def _clean_up(process: Process, sentinel: socket.socket, kill_grace_s: flo
     to go (bounded by ``DRAIN_TIMEOUT_S``), and release the process. Run shielded."""
     if process.returncode is None:
         await _terminate_group(process, kill_grace_s)
-    _signal_group(process.pid, signal.SIGKILL)
+    _signal_group(process, signal.SIGKILL)
     with anyio.move_on_after(DRAIN_TIMEOUT_S):
         # Processes outside the group (a sandbox's own session) die with their
         # parent but not at once; the end of file of the pipes says they are gone.
