@@ -20,6 +20,7 @@ tried again after ``COLD_RETRY_S``.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -168,20 +169,22 @@ class _Sandbox:
         return self.ctl.fileno() >= 0 and self.popen.poll() is None
 
     def close(self) -> None:
-        """Close the control socket: the sandbox's init exits, and every process in it dies."""
+        """Close the control socket: the sandbox's init exits, and every process in it dies.
+        The bwrap process is reaped by a later ``_acquire`` (or ``shutdown``)."""
         self.ctl.close()
-        try:
-            self.popen.wait(timeout=0)  # reaped now if already gone, else by subprocess later
-        except subprocess.TimeoutExpired:
-            pass
+        if self.popen.poll() is None:
+            _closing.append(self.popen)
 
 
 _sandboxes: OrderedDict[tuple[object, ...], _Sandbox] = OrderedDict()
 _cold_until: dict[tuple[object, ...], float] = {}
+_closing: list[subprocess.Popen[bytes]] = []
+"""bwrap processes of closed sandboxes not yet reaped."""
 
 
 def _acquire(key: tuple[object, ...], split: BwrapSplit) -> _Sandbox | None:
     """The warm sandbox for ``key``, started if need be; ``None``: run one-shot."""
+    _closing[:] = [p for p in _closing if p.poll() is None]
     for old_key, box in list(_sandboxes.items()):
         if not box.alive:
             del _sandboxes[old_key]
@@ -201,6 +204,9 @@ def _acquire(key: tuple[object, ...], split: BwrapSplit) -> _Sandbox | None:
         if idle is None:
             return None
         _sandboxes.pop(idle).close()
+    if not _sandboxes and not _closing:
+        atexit.unregister(shutdown)
+        atexit.register(shutdown)
     try:
         box = _Sandbox(split)
     except OSError:
@@ -218,11 +224,19 @@ def _drop(key: tuple[object, ...], box: _Sandbox, *, cold: bool) -> None:
         _cold_until[key] = time.monotonic() + COLD_RETRY_S
 
 
-def shutdown() -> None:
-    """Close every warm sandbox (their processes die with them)."""
+def shutdown(timeout_s: float = 2.0) -> None:
+    """Close every warm sandbox (their processes die with them) and reap their bwrap
+    processes, waiting at most ``timeout_s`` seconds in all."""
     while _sandboxes:
         _sandboxes.popitem()[1].close()
     _cold_until.clear()
+    deadline = time.monotonic() + timeout_s
+    for popen in _closing:
+        try:
+            popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    _closing[:] = [p for p in _closing if p.poll() is None]
 
 
 async def open_warm(argv: Sequence[str], *, stdin: int | None, stdout: int | None, stderr: int | None,
