@@ -8,7 +8,9 @@ timed per call, interleaved (the order rotates): the baseline, the bwrap argv th
 ``BashTool`` builds run alone with ``subprocess.run`` (CPython's vfork path); the
 candidate, ``BashTool`` itself (``run_process_group``, through ``agents.tools.spawn``);
 and, for reference, the same argv through ``anyio.open_process`` (uvloop's fork(), the
-path musec used before). "large" touches ``--large-mib`` MiB of memory first, as a
+path musec used before). With ``--sandbox bwrap`` the candidate runs in a warm sandbox
+(``agents/tools/warm.py``) and a fourth row times ``BashTool`` with warm sandboxes off
+(``MUSEC_SANDBOX_WARM=0``, one bwrap a call): warm call vs one-shot call. "large" touches ``--large-mib`` MiB of memory first, as a
 daemon after a large resume would hold. Printed: per size, the median ms of each and the
 per-round ratios candidate / baseline (and fork path / baseline), min/median/max.
 """
@@ -65,7 +67,14 @@ async def bench(args: argparse.Namespace) -> None:
                 pass
             await proc.wait()
 
-    await musec_call()  # the one-time bwrap probe
+    async def one_shot_call() -> None:
+        os.environ["MUSEC_SANDBOX_WARM"] = "0"
+        try:
+            await musec_call()
+        finally:
+            os.environ.pop("MUSEC_SANDBOX_WARM", None)
+
+    await musec_call()  # the one-time bwrap probe, and the warm sandbox's start
     ballast = b""
     for size in ("small", "large"):
         if size == "large":
@@ -74,14 +83,17 @@ async def bench(args: argparse.Namespace) -> None:
                 ballast[i] = 1  # touched: the pages are really mapped
         rows = []
         for r in range(args.rounds):
-            order = [alone, musec_call, fork_path]
-            order = order[r % 3:] + order[: r % 3]
+            order = [alone, musec_call, fork_path, one_shot_call]
+            order = order[r % 4:] + order[: r % 4]
             got = {fn: await _median_ms(args.calls, fn) for fn in order}
-            rows.append((got[alone], got[musec_call], got[fork_path]))
+            rows.append((got[alone], got[musec_call], got[fork_path], got[one_shot_call]))
         print(f"-- {size} daemon ({len(ballast) >> 20} MiB ballast), {args.sandbox} sandbox, "
               f"{args.calls} calls a round, {args.rounds} rounds")
-        print_ratios("bash true: musec call vs argv alone, ms", [(a, b) for a, b, _ in rows])
-        print_ratios("bash true: old fork path vs argv alone, ms", [(a, c) for a, _, c in rows])
+        print_ratios("bash true: musec call vs argv alone, ms", [(a, b) for a, b, _, _ in rows])
+        print_ratios("bash true: old fork path vs argv alone, ms", [(a, c) for a, _, c, _ in rows])
+        if args.sandbox == "bwrap":
+            print_ratios("bash true: warm call vs one-shot call, ms", [(d, b) for _, b, _, d in rows])
+            print_ratios("bash true: one-shot call vs argv alone, ms", [(a, d) for a, _, _, d in rows])
 
 
 def main() -> None:

@@ -53,7 +53,7 @@ class BashTool:
         description=(
             "Run a shell command with `bash -c` in the workspace directory, inside a sandbox: "
             "the workspace is writable, the rest of the filesystem read-only, /tmp private "
-            "and empty, and the network off unless allowed. stdin is closed (no interactive "
+            "(kept between commands), and the network off unless allowed. stdin is closed (no interactive "
             "programs). stdout and stderr are merged; long output keeps its head and tail. "
             "The last line gives the exit status. The command and all its child processes "
             "are killed at the timeout (timeout_s, seconds), and background processes do not "
