@@ -15,6 +15,10 @@
     [context]                               # context limits (agents/budget.ContextConfig)
     tool_output_tokens = 10000
 
+    [workers]                               # fan-out (agents/workers/run.py), seconds
+    time_limit_s = 900                      # each worker's time limit
+    test_timeout_s = 600                    # the integration's test run
+
 A project's ``.musec/config.toml`` may hold a ``[permissions]`` table too; it applies
 only once the workspace is trusted (``trust.py``). Reading uses the standard ``tomllib``;
 writing uses ``dumps``, a small emitter for what ``tomllib`` reads back (tables, strings,
@@ -42,6 +46,7 @@ from .permissions import ACTIONS, Rule, RuleError, parse_rule
 __all__ = [
     "ConfigError",
     "UserConfig",
+    "WorkersConfig",
     "add_workspace_rules",
     "dumps",
     "load_project_rules",
@@ -76,10 +81,11 @@ def load_toml(path: Path) -> dict[str, Any]:
 #: The keys each table of the person's config.toml may hold ("*": any name, a table each).
 USER_KEYS: dict[str, frozenset[str]] = {
     "": frozenset({"trusted_workspaces", "allow_training_data", "permissions", "workspaces", "context",
-                   "daemon", "hooks", "mcp_servers"}),
+                   "daemon", "hooks", "mcp_servers", "workers"}),
     "workspaces.*": frozenset({"permissions", "allow_training_data"}),
     "context": frozenset({"tool_output_tokens", "clear_at", "keep_tool_results"}),
     "daemon": frozenset({"idle_timeout_s"}),
+    "workers": frozenset({"time_limit_s", "test_timeout_s"}),
 }
 #: A trusted project's .musec/config.toml.
 PROJECT_KEYS: dict[str, frozenset[str]] = {"": frozenset({"permissions", "hooks"})}
@@ -147,6 +153,42 @@ def _workspace_key(raw: str) -> str:
     return os.path.realpath(os.path.expanduser(raw))
 
 
+@dataclass(frozen=True)
+class WorkersConfig:
+    """The ``[workers]`` table: a fan-out's limits, in seconds.
+
+    Attributes:
+        time_limit_s: how long each worker may run before it is stopped.
+        test_timeout_s: the deadline of the integration's test run (its process group is
+            killed after it, and the integration does not pass).
+    """
+
+    time_limit_s: float = 900.0
+    test_timeout_s: float = 600.0
+
+    @classmethod
+    def from_table(cls, table: object, path: Path) -> WorkersConfig:
+        """Read a ``[workers]`` table (``None``: the defaults).
+
+        Raises:
+            ConfigError: it is not a table, or a value is not a positive number of seconds.
+        """
+        if table is None:
+            return cls()
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: workers must be a table, like [workers] time_limit_s = 900")
+        values = {}
+        for key in ("time_limit_s", "test_timeout_s"):
+            if key not in table:
+                continue
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+                raise ConfigError(f"{path}: [workers] {key} must be a positive number of seconds, "
+                                  f"like {key} = {int(getattr(cls, key))}; got {value!r}")
+            values[key] = float(value)
+        return cls(**values)
+
+
 @dataclass
 class UserConfig:
     """The person's config: global rules, rules per workspace, trusted workspaces."""
@@ -156,6 +198,7 @@ class UserConfig:
     workspace_rules: dict[str, list[Rule]] = field(default_factory=dict)
     trusted_workspaces: list[str] = field(default_factory=list)
     context: ContextConfig = field(default_factory=ContextConfig)
+    workers: WorkersConfig = field(default_factory=WorkersConfig)
 
     def rules_for(self, workspace: Path) -> list[Rule]:
         """The global rules plus those of every ``[workspaces."PATH"]`` that is ``workspace``
@@ -189,6 +232,7 @@ def load_user_config(config_dir: Path, *, home: str | None = None) -> UserConfig
         config.context = ContextConfig.from_table(data.get("context"), str(path))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    config.workers = WorkersConfig.from_table(data.get("workers"), path)
     workspaces = data.get("workspaces", {})
     if not isinstance(workspaces, dict):
         raise ConfigError(f'{path}: workspaces must be tables like [workspaces."/abs/path".permissions]')

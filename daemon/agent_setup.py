@@ -179,8 +179,24 @@ def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials:
         return build_agent(deps, session, req, credentials, agent_id=agent_id, workspace=worktree,
                            extra_tools=extra, prompt_suffix=prompt_suffix)
 
+    limits = _workers_config(deps)
     return FanOut(session, Path(req.workspace), deps.paths.state, make_worker, session.workers,
-                  lambda: iter_events(session.log.path), wrap=sandbox_wrap(req, deps.paths))
+                  lambda: iter_events(session.log.path), wrap=sandbox_wrap(req, deps.paths),
+                  time_limit_s=limits.time_limit_s, test_timeout_s=limits.test_timeout_s)
+
+
+def _workers_config(deps: AgentDeps) -> Any:
+    """The ``[workers]`` table of the person's config (``agents.config.WorkersConfig``).
+
+    Raises:
+        BadRequest: the config file is malformed (the message names the file and the key).
+    """
+    from musec.agents.config import ConfigError, load_user_config
+
+    try:
+        return load_user_config(deps.paths.config).workers
+    except ConfigError as exc:
+        raise BadRequest(str(exc)) from exc
 
 
 _SCOUT_PROMPT = """

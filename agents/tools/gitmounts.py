@@ -41,7 +41,7 @@ from pathlib import Path
 
 from .paths import is_within
 
-__all__ = ["OBJECTS_ALIAS", "WorktreeGit", "bwrap_git_args", "seatbelt_git_rules", "worktree_git"]
+__all__ = ["OBJECTS_ALIAS", "WorktreeGit", "bwrap_git_args", "bwrap_top_args", "seatbelt_git_rules", "worktree_git"]
 
 OBJECTS_ALIAS = "/tmp/.musec-git-objects"
 """Where the real object store is mounted read-only inside a worker's sandbox (on the
@@ -70,11 +70,13 @@ class WorktreeGit:
         gitdir: its own git dir (``<common>/worktrees/<name>``), symlinks resolved.
         common: the repository's common git dir, symlinks resolved.
         musec: whether it is one of musec's worktrees (its Git name starts ``musec+``).
+        dotgit: the worktree's ``.git`` file (above the workspace when that is a folder of it).
     """
 
     gitdir: str
     common: str
     musec: bool
+    dotgit: str = ""
 
 
 def _read_small(path: str) -> str | None:
@@ -85,12 +87,29 @@ def _read_small(path: str) -> str | None:
         return None
 
 
+def _nearest_dotgit(folder: str) -> tuple[str, str] | None:
+    """The nearest ``.git`` at or above ``folder`` (git's own discovery), and the folder
+    holding it; ``None`` when there is none up to ``/``."""
+    while True:
+        dotgit = os.path.join(folder, ".git")
+        if os.path.lexists(dotgit):
+            return dotgit, folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
 def worktree_git(workspace: Path | str) -> WorktreeGit | None:
-    """The git folders of ``workspace`` when it is a linked worktree (its ``.git`` a file
-    ``gitdir: PATH`` and that git dir has a ``commondir``); ``None`` otherwise (a plain
-    repository, a submodule, no repository, an unreadable or broken link)."""
-    ws = os.path.realpath(workspace)
-    dotgit = os.path.join(ws, ".git")
+    """The git folders of ``workspace`` when it is a linked worktree or a folder inside one
+    (a worker started from ``pkg/`` works in ``pkg/`` of its worktree): the nearest
+    ``.git`` at or above it is a file ``gitdir: PATH`` and that git dir has a
+    ``commondir``; ``None`` otherwise (a plain repository, a submodule, no repository, an
+    unreadable or broken link)."""
+    found = _nearest_dotgit(os.path.realpath(workspace))
+    if found is None:
+        return None
+    dotgit, ws = found
     if os.path.islink(dotgit) or not os.path.isfile(dotgit):
         return None
     text = _read_small(dotgit)
@@ -103,7 +122,7 @@ def worktree_git(workspace: Path | str) -> WorktreeGit | None:
     common = os.path.realpath(os.path.join(gitdir, common_text.strip()))
     if not os.path.isdir(common) or not os.path.isdir(os.path.join(common, "objects")):
         return None
-    return WorktreeGit(gitdir, common, os.path.basename(gitdir).startswith(MUSEC_PREFIX))
+    return WorktreeGit(gitdir, common, os.path.basename(gitdir).startswith(MUSEC_PREFIX), dotgit)
 
 
 def _prepare(git: WorktreeGit) -> tuple[str, str]:
@@ -124,6 +143,19 @@ def _prepare(git: WorktreeGit) -> tuple[str, str]:
         Path(hook).write_text(PRE_COMMIT, encoding="utf-8")
     os.chmod(hook, 0o755)
     return objects, hooks
+
+
+def bwrap_top_args(workspace: Path | str) -> list[str]:
+    """When ``workspace`` is a folder inside a linked worktree (a worker started from
+    ``pkg/`` works in ``pkg/`` of its worktree), the worktree's top read-only, so that git
+    finds its ``.git`` file from the workspace: under a private ``/tmp`` the top would be
+    hidden, and git does not look across the mount it would then meet. To come before the
+    workspace's own bind. ``[]`` otherwise."""
+    git = worktree_git(workspace)
+    if git is None or not git.dotgit:
+        return []
+    top = os.path.dirname(git.dotgit)
+    return [] if top == os.path.realpath(workspace) else ["--ro-bind", top, top]
 
 
 def bwrap_git_args(workspace: Path | str, writable: list[str], *, write: bool = True) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .base import SandboxPolicy
 from .errors import SandboxUnavailable
-from .gitmounts import bwrap_git_args, seatbelt_git_rules
+from .gitmounts import bwrap_git_args, bwrap_top_args, seatbelt_git_rules
 from .masks import hidden_paths
 from .paths import is_within
 
@@ -125,6 +125,7 @@ def bwrap_argv(
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for own in musec_runtime_under_tmp():
         argv += ["--ro-bind", own, own]
+    argv += bwrap_top_args(ws)
     argv += ["--ro-bind" if policy.profile == "read-only" else "--bind", ws, ws]
     writable = [] if policy.profile == "read-only" else [ws]
     for root in _writable_roots(policy, ws):

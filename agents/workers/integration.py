@@ -247,6 +247,7 @@ async def integrate(
     env: Mapping[str, str] | None = None,
     wrap: Callable[[list[str], Path], list[str]] | None = None,
     signature: pygit2.Signature | None = None,
+    subdir: str = "",
 ) -> IntegrationResult:
     """Merge the worker branches (``merge_branches``, in a worker thread), then run the
     test command in the integration worktree (``testcmd.run_tests``).
@@ -259,6 +260,8 @@ async def integrate(
         max_output_bytes: the cap on the output kept.
         env: the test run's environment (default: this one's, credentials removed).
         wrap: turns ``(argv, cwd)`` into the argv to run (a sandbox).
+        subdir: the folder of the merged tree (relative, POSIX) the tests run in, and where
+            a command is detected: a fan-out started in a repository's ``pkg/`` tests ``pkg/``.
 
     Returns:
         The merge and the test run. Conflicts and failing tests are results, not errors.
@@ -269,11 +272,12 @@ async def integrate(
     outcome = await anyio.to_thread.run_sync(functools.partial(
         merge_branches, repo_path, state_dir, session_id, base, branches, signature=signature,
     ))
-    command = detect_test_command(outcome.worktree, test_command)
+    where = outcome.worktree / subdir if subdir else outcome.worktree
+    command = detect_test_command(where, test_command)
     tests = None
     if command is not None:
         tests = await run_tests(
-            command, outcome.worktree, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
+            command, where, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
             env=env, wrap=wrap,
         )
     return IntegrationResult(outcome, command, tests)

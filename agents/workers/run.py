@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("musec.fanout")
 
-WORKER_TIME_LIMIT_S = 900.0
-INTEGRATION_TEST_TIMEOUT_S = 600.0
+WORKER_TIME_LIMIT_S = 900.0  # [workers] time_limit_s in config.toml
+INTEGRATION_TEST_TIMEOUT_S = 600.0  # [workers] test_timeout_s
 
 WORKER_PROMPT = """
 
@@ -62,7 +62,9 @@ AgentFactory = Callable[[str, Path, str], Any]
 @dataclass
 class WorkerSpec:
     """One worker of a fan-out: ``done`` when it finished before a restart; ``resume``
-    when its agent goes on from its logged history."""
+    when its agent goes on from its logged history. ``path`` is its worktree; ``subdir``
+    the folder of it the worker works in (the session's workspace relative to the top of
+    its repository: a session started in ``pkg/`` has its workers work in ``pkg/``)."""
 
     name: str
     instruction: str
@@ -70,6 +72,12 @@ class WorkerSpec:
     branch: str
     done: bool = False
     resume: bool = False
+    subdir: str = ""
+
+    @property
+    def cwd(self) -> Path:
+        """Where the worker works: its worktree's ``subdir``."""
+        return self.path / self.subdir if self.subdir else self.path
 
 
 class FanOut:
@@ -84,11 +92,14 @@ class FanOut:
             session folds their events into their histories.
         logged_events: the session's events so far, oldest first (a resumed worker's history).
         wrap: ``(argv, cwd) -> argv`` running the integration's tests in the sandbox, or None.
+        time_limit_s: each worker's time limit (``[workers] time_limit_s``), seconds.
+        test_timeout_s: the integration's test run's deadline (``[workers] test_timeout_s``), seconds.
     """
 
     def __init__(self, recorder: Recorder, repo: Path, state_dir: Path, make_agent: AgentFactory,
                  agents: MutableMapping[str, Any], logged_events: Callable[[], Iterable[AnyEvent]],
-                 wrap: Callable[[list[str], Path], list[str]] | None = None) -> None:
+                 wrap: Callable[[list[str], Path], list[str]] | None = None, *,
+                 time_limit_s: float = WORKER_TIME_LIMIT_S, test_timeout_s: float = INTEGRATION_TEST_TIMEOUT_S) -> None:
         self.recorder = recorder
         self.repo = repo
         self.state_dir = state_dir
@@ -96,6 +107,8 @@ class FanOut:
         self.agents = agents
         self.logged_events = logged_events
         self.wrap = wrap
+        self.time_limit_s = time_limit_s
+        self.test_timeout_s = test_timeout_s
         # The session's lifecycle hooks (``Session.lifecycle``), set when hooks are configured.
         self.lifecycle: Callable[..., Awaitable[Any]] | None = None
 
@@ -116,6 +129,7 @@ class FanOut:
             for task in tasks:
                 tree = await anyio.to_thread.run_sync(create_worktree, repo, state, s.id, task["name"], base)
                 trees.append(tree)
+            _, sub = await anyio.to_thread.run_sync(repository_top, repo)
         except WorkerError as exc:
             return ToolOutput(content=f"spawn_workers: {exc}", is_error=True)
         for task, tree in zip(tasks, trees, strict=True):
@@ -126,15 +140,17 @@ class FanOut:
             for task, tree in zip(tasks, trees, strict=True):
                 await self.lifecycle("WorktreeCreate", {"worker": task["name"], "worktree_path": str(tree.path),
                                                         "branch": tree.branch})
-        specs = [WorkerSpec(t["name"], t["instruction"], tree.path, tree.branch) for t, tree in zip(tasks, trees, strict=True)]
+        specs = [WorkerSpec(t["name"], t["instruction"], tree.path, tree.branch, subdir=sub)
+                 for t, tree in zip(tasks, trees, strict=True)]
         base_fields = {"base_commit": base.commit, "base_head": base.head, "base_branch": base.branch, "snapshot": base.snapshot}
         return ToolOutput(content=await self.run_and_integrate(specs, base_fields, note=base.note), is_error=False)
 
     async def resume_from_log(self, spawned: list[WorkerSpawned], finished: set[str]) -> None:
         """Go on with a fan-out a restart cut off: the unfinished workers continue from their
         logged histories, then everything is integrated and the main agent is told."""
+        _, sub = await anyio.to_thread.run_sync(repository_top, self.repo)
         specs = [WorkerSpec(ev.worker, ev.instruction, Path(ev.path), ev.branch,
-                            done=ev.worker in finished, resume=True) for ev in spawned]
+                            done=ev.worker in finished, resume=True, subdir=sub) for ev in spawned]
         first = spawned[0]
         base_fields = {"base_commit": first.base_commit, "base_head": first.base_head,
                        "base_branch": first.base_branch, "snapshot": first.snapshot}
@@ -144,8 +160,6 @@ class FanOut:
 
     async def run_and_integrate(self, specs: list[WorkerSpec], base_fields: dict[str, Any], note: str) -> str:
         """Run the workers, commit each branch, integrate and test; the report's text."""
-        from . import commit_all
-
         outcomes: dict[str, Any] = {}
         async with anyio.create_task_group() as tg:
             for spec in specs:
@@ -156,27 +170,38 @@ class FanOut:
             if spec.done:
                 lines.append(f"worker {spec.name}: finished before the restart, on {spec.branch}")
                 continue
-            outcome = outcomes.get(spec.name)
-            reason = outcome.exit_reason if outcome else "error"
-            commit = await anyio.to_thread.run_sync(functools.partial(
-                commit_all, spec.path, f"musec worker {spec.name}: {spec.instruction[:60]}"))
-            self.recorder.record(WorkerFinished(worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
-                                                result=(outcome.result if outcome else "")[:2000],
-                                                message=(outcome.message if outcome else "")[:500]))
-            lines.append(f"worker {spec.name}: {reason}{', committed ' + commit[:12] if commit else ', no changes'} on {spec.branch}"
-                         + (f" — {outcome.result.strip()[:300]}" if outcome and outcome.result.strip() else ""))
+            lines.append(await self._finish(spec, outcomes.get(spec.name)))
         lines.extend(await self._integrate([spec.branch for spec in specs], base_fields))
         return "\n".join(lines)
+
+    async def _finish(self, spec: WorkerSpec, outcome: Any) -> str:
+        """Commit a worker's worktree and record ``worker_finished``; its report line."""
+        from . import commit_all
+
+        reason = outcome.exit_reason if outcome else "error"
+        commit = await anyio.to_thread.run_sync(functools.partial(
+            commit_all, spec.path, f"musec worker {spec.name}: {spec.instruction[:60]}"))
+        self.recorder.record(WorkerFinished(worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
+                                            result=(outcome.result if outcome else "")[:2000],
+                                            message=(outcome.message if outcome else "")[:500]))
+        return (f"worker {spec.name}: {reason}{', committed ' + commit[:12] if commit else ', no changes'} on {spec.branch}"
+                + (f" — {outcome.result.strip()[:300]}" if outcome and outcome.result.strip() else ""))
 
     async def _integrate(self, branches: list[str], base_fields: dict[str, Any]) -> list[str]:
         """Merge ``branches`` and run the tests on the merged tree (``integration``); the report's lines."""
         from . import detect_test_command, integrate
 
         s = self.recorder
-        # The interpreter by name: the sandbox hides a venv that lives under /tmp.
+        # The tests of the session's folder, run in that folder of the merged tree; else the
+        # repository's own, at its top. The interpreter by name: the sandbox hides a venv
+        # that lives under /tmp.
+        top, sub = await anyio.to_thread.run_sync(repository_top, self.repo)
         test_command = detect_test_command(self.repo, None, python="python3")
+        if test_command is None and sub:
+            test_command = detect_test_command(top, None, python="python3")
+            sub = "" if test_command is not None else sub
         result = await integrate(self.repo, self.state_dir, s.id, str(base_fields["base_commit"]), branches,
-                                 test_command, timeout_s=INTEGRATION_TEST_TIMEOUT_S, wrap=self.wrap)
+                                 test_command, timeout_s=self.test_timeout_s, wrap=self.wrap, subdir=sub)
         tests = result.tests
         s.record(Integration(
             branch=result.merge.branch, head=result.merge.head, **base_fields,
@@ -199,8 +224,9 @@ class FanOut:
 
         agent_id = f"worker:{spec.name}"
         try:
-            agent = self.make_agent(agent_id, spec.path,
-                                    WORKER_PROMPT.format(name=spec.name, path=spec.path, branch=spec.branch))
+            await anyio.to_thread.run_sync(functools.partial(spec.cwd.mkdir, parents=True, exist_ok=True))
+            agent = self.make_agent(agent_id, spec.cwd,
+                                    WORKER_PROMPT.format(name=spec.name, path=spec.cwd, branch=spec.branch))
             if spec.resume:
                 for ev in self.logged_events():
                     if isinstance(ev, AgentSpawned) and ev.agent == agent_id:
@@ -209,16 +235,35 @@ class FanOut:
                 self.agents[agent_id] = agent
             else:
                 self.agents[agent_id] = agent
-                self.recorder.record(AgentSpawned(agent=agent_id, role="worker", workspace=str(spec.path),
+                self.recorder.record(AgentSpawned(agent=agent_id, role="worker", workspace=str(spec.cwd),
                                                   system_prompt=agent.system_prompt, tools=list(agent.tools)))
                 # its task's @path mentions attach the files of its own worktree, read once (the event keeps them)
                 attached = await attach(spec.instruction, agent)
                 self.recorder.record(UserMessage(agent=agent_id, text=spec.instruction, attachments=attached or UNSET))
-            with anyio.move_on_after(WORKER_TIME_LIMIT_S) as scope:
-                agent.limits.append((scope, f"the worker's time limit ({WORKER_TIME_LIMIT_S:.0f} s) passed"))
+            limit = self.time_limit_s
+            with anyio.move_on_after(limit) as scope:
+                agent.limits.append((scope, f"the worker's time limit ({limit:g} s, [workers] time_limit_s) passed"))
                 outcomes[spec.name] = await agent.run()
             if scope.cancelled_caught:
-                outcomes[spec.name] = Outcome("time_limit", message=f"stopped after {WORKER_TIME_LIMIT_S:.0f} s")
+                outcomes[spec.name] = Outcome("time_limit", message=f"stopped after {limit:g} s ([workers] time_limit_s)")
         except Exception as exc:  # supervision at the edge: a worker never takes the session down
             log.exception("worker_failed", session_id=self.recorder.id, worker=spec.name)
             outcomes[spec.name] = Outcome("error", message=f"{type(exc).__name__}: {exc}")
+
+
+def repository_top(workspace: Path | str) -> tuple[Path, str]:
+    """The top of the repository holding ``workspace``, and ``workspace`` relative to it
+    (``""`` at the top, else a POSIX path like ``pkg/sub``): the folder of each worktree
+    a worker works in.
+
+    Raises:
+        NotARepository: no repository holds ``workspace``.
+    """
+    from .repo import open_repository
+
+    here = Path(workspace).resolve()
+    top = open_repository(workspace).workdir
+    if top is None:
+        return here, ""
+    rel = here.relative_to(Path(top).resolve())
+    return Path(top).resolve(), rel.as_posix() if rel.parts else ""

@@ -83,6 +83,17 @@ def test_project_rules_are_marked_project(tmp_path: Path) -> None:
     ('[context]\ncompact_at = 0.8\n', "[context] has unknown key 'compact_at'"),
     ('[daemon]\nidle_timeout = 5\n', "[daemon] has unknown key 'idle_timeout' (nothing reads it); did you mean 'idle_timeout_s'?"),
     ('context = "big"\n', "[context] must be a table"),
+    # the fan-out's limits (user trial F16): positive seconds, a typo named
+    ('[workers]\ntest_timeout_s = 0\n', "[workers] test_timeout_s must be a positive number of seconds, like "
+                                          "test_timeout_s = 600; got 0"),
+    ('[workers]\ntime_limit_s = -1\n', "[workers] time_limit_s must be a positive number of seconds"),
+    ('[workers]\ntime_limit_s = "1h"\n', "time_limit_s = 900; got '1h'"),
+    ('[workers]\ntime_limit_s = true\n', "[workers] time_limit_s must be a positive number"),
+    ('[workers]\ntest_timeout_s = inf\n', "[workers] test_timeout_s must be a positive number"),
+    ('[workers]\ntest_timeout_s = nan\n', "[workers] test_timeout_s must be a positive number"),
+    ('[workers]\ntest_timeout = 5\n', "[workers] has unknown key 'test_timeout' (nothing reads it); did you mean "
+                                        "'test_timeout_s'?"),
+    ('workers = 3\n', "workers must be a table"),
 ])
 def test_malformed_config_is_one_line_naming_the_file_and_the_fix(tmp_path: Path, text: str, says: str) -> None:
     path = _write(tmp_path / "config.toml", text)
@@ -108,6 +119,9 @@ idle_timeout_s = 1800
 tool_output_tokens = 1
 clear_at = 0.6
 keep_tool_results = 8
+[workers]
+time_limit_s = 900
+test_timeout_s = 600
 [[hooks.PreToolUse]]
 command = "true"
 [mcp_servers.x]
@@ -127,6 +141,14 @@ def test_context_table_sets_the_tool_output_budget(tmp_path: Path) -> None:
     _write(tmp_path / "config.toml", "[context]\ntool_output_tokens = 2000\nclear_at = 0.5\nkeep_tool_results = 3\n")
     context = load_user_config(tmp_path).context
     assert (context.tool_output_tokens, context.clear_at, context.keep_tool_results) == (2000, 0.5, 3)
+
+
+def test_workers_table_sets_the_fan_out_limits(tmp_path: Path) -> None:
+    workers = load_user_config(tmp_path).workers
+    assert (workers.time_limit_s, workers.test_timeout_s) == (900.0, 600.0)
+    _write(tmp_path / "config.toml", "[workers]\ntime_limit_s = 1800\ntest_timeout_s = 2.5\n")
+    workers = load_user_config(tmp_path).workers
+    assert (workers.time_limit_s, workers.test_timeout_s) == (1800.0, 2.5)
 
 
 # --- the emitter -------------------------------------------------------------------------
