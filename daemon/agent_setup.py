@@ -282,11 +282,12 @@ def sandbox_masks(paths: Any, req: p.StartSession, workspace: Path, policy: Any 
     ``permission_policy`` when the caller has it.
 
     Raises:
-        BadRequest: a read deny rule would hide the workspace itself (it names the rule);
+        BadRequest: a read deny rule would hide the workspace itself (it names the rule),
+            or the session's workspace lies in a hidden folder (``~/.ssh``, musec's state);
             see also ``permission_policy``.
     """
     from musec.agents.tools.errors import SandboxUnavailable
-    from musec.agents.tools.masks import HidesWorkspace, default_hidden, hidden_paths
+    from musec.agents.tools.masks import HidesWorkspace, default_hidden, hidden_paths, hidden_store_holding
 
     policy = policy if policy is not None else permission_policy(paths, req, workspace)
     read_deny = policy.read_deny_globs()
@@ -295,7 +296,15 @@ def sandbox_masks(paths: Any, req: p.StartSession, workspace: Path, policy: Any 
     # where the two differ, what `~` names is hidden under both (fresh-user s5 F2).
     homes = dict.fromkeys([os.path.expanduser("~"), tool_env(req.environment).get("HOME", "")])
     hide = tuple(dict.fromkeys(p for home in homes if home.startswith("/")
-                               for p in default_hidden(home, str(paths.config), allowed)))
+                               for p in default_hidden(home, str(paths.config), allowed, str(paths.state))))
+    # ... and musec's folders and shell history as the terminal's environment names them (s6 G12)
+    config, state = _musec_dirs(req.environment or {})
+    hide += tuple(p for p in default_hidden(None, config, allowed, state, [(req.environment or {}).get("HISTFILE", "")])
+                  if p not in hide)
+    holder = hidden_store_holding(str(workspace), hide) if workspace == Path(req.workspace).resolve() else ""
+    if holder:  # the masks would be moot there (s6 G14)
+        raise BadRequest(f"the workspace {workspace} is inside {holder}, which musec hides from the agent "
+                         "(a credential store or musec's own state); start musec in a project folder elsewhere")
     for home in list(homes)[1:]:
         if home.startswith("/"):
             denies = [r.pattern for r in policy.rules if r.action == "deny" and r.kind == "read" and r.pattern]
@@ -309,6 +318,18 @@ def sandbox_masks(paths: Any, req: p.StartSession, workspace: Path, policy: Any 
         except SandboxUnavailable:  # too many files to look at: each command says so when it runs
             pass
     return read_deny, hide
+
+
+def _musec_dirs(env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """musec's config and state folders (DESIGN §2) as the environment ``env`` (a
+    terminal's) names them; ``None`` for one it does not name absolutely."""
+    if env.get("MUSEC_HOME", "").startswith("/"):
+        return str(p.config_home(env)), str(p.state_home(env))
+    home = env.get("HOME", "")
+    config = env.get("XDG_CONFIG_HOME") or (home and os.path.join(home, ".config"))
+    state = env.get("XDG_STATE_HOME") or (home and os.path.join(home, ".local", "state"))
+    return (os.path.join(config, "musec") if config.startswith("/") else None,
+            os.path.join(state, "musec") if state.startswith("/") else None)
 
 
 def build_agent(

@@ -12,11 +12,13 @@ Two sources, both resolved at each call (so what exists then is what is hidden):
   is expanded by walking the folder before its first wildcard, at most ``MAX_HIDE_SCAN``
   entries. Every other name of a covered file in the workspace (a hard link) is hidden too.
   A rule that would hide the workspace itself is refused (``HidesWorkspace``).
-- musec's defaults (``DEFAULT_HIDDEN``, ``SandboxPolicy.hide``): credential stores in the
-  home folder and musec's own ``config.toml``. A default that holds the workspace is
-  skipped (the person chose to work there); an ``allow`` rule ``read(~/.aws/**)`` (any
-  ``read`` allow glob covering the whole folder) keeps that one visible
-  (``default_hidden``).
+- musec's defaults (``DEFAULT_HIDDEN``, ``SandboxPolicy.hide``): credential stores and
+  shell histories in the home folder, musec's own ``config.toml`` and its state folder
+  (every session's log and blobs). A default inside the workspace is hidden too (a session
+  in ``$HOME``); one that holds the workspace or musec's own code and Python (a worker's
+  worktree lies in the state folder) is hidden all but the way down to them: everything
+  else in it is masked. An ``allow`` rule ``read(~/.aws/**)`` (any ``read`` allow glob
+  covering the whole folder) keeps that one visible (``default_hidden``).
 
 What no mask can hide: a file a wildcard pattern matches only after the call has started
 (a command creating it), and anything under a folder with more than ``MAX_HIDE_SCAN``
@@ -34,17 +36,21 @@ from .globmatch import compile_glob
 from .paths import is_within
 
 __all__ = [
+    "CREDENTIAL_STORES",
     "DEFAULT_HIDDEN",
+    "SHELL_HISTORIES",
     "MAX_HIDE_SCAN",
     "HidesWorkspace",
     "default_hidden",
     "hidden_paths",
+    "hidden_store_holding",
+    "musec_runtime",
 ]
 
 MAX_HIDE_SCAN = 200_000
 """``hidden_paths`` looks at no more than this many entries to find what a rule covers."""
 
-DEFAULT_HIDDEN = (
+CREDENTIAL_STORES = (
     "~/.ssh",
     "~/.gnupg",
     "~/.aws",
@@ -69,6 +75,31 @@ GnuPG keys, cloud and cluster credentials (AWS, Azure, gcloud, kubectl), the Git
 token, registry tokens (docker, PyPI, npm, cargo), git's and netrc's stored passwords,
 ``pass``, and the system keyrings musec's own keys may live in (Secret Service, the
 ``keyrings.alt`` file backend, the macOS Keychain)."""
+
+SHELL_HISTORIES = (
+    "~/.bash_history",
+    "~/.zsh_history",
+    "~/.zhistory",
+    "~/.histfile",
+    "~/.sh_history",
+    "~/.local/share/fish/fish_history",
+    "~/.config/fish/fish_history",
+    "~/.local/share/atuin",
+    "~/.config/nushell/history.txt",
+    "~/.config/nushell/history.sqlite3",
+    "~/.python_history",
+    "~/.node_repl_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    "~/.sqlite_history",
+    "~/.rediscli_history",
+    "~/.irb_history",
+)
+"""Command histories (shells, atuin, REPLs, database clients): what a person typed,
+tokens and passwords on command lines included."""
+
+DEFAULT_HIDDEN = CREDENTIAL_STORES + SHELL_HISTORIES
+"""Everything under the home folder hidden from commands by default."""
 
 _GLOB_CHARS = set("*?[{")
 
@@ -95,26 +126,34 @@ def _expand_home(path: str, home: str) -> str:
     return home.rstrip("/") + path[1:] if path == "~" or path.startswith("~/") else path
 
 
-def default_hidden(home: str, config_dir: str | None, allowed: Sequence[str] = ()) -> tuple[str, ...]:
-    """musec's default hidden paths for a person: ``DEFAULT_HIDDEN`` under ``home``, and
-    ``config_dir/config.toml`` (where MCP servers' settings may hold tokens), minus those an
+def default_hidden(home: str | None, config_dir: str | None, allowed: Sequence[str] = (),
+                   state_dir: str | None = None, extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """musec's default hidden paths for a person: ``DEFAULT_HIDDEN`` under ``home``,
+    ``config_dir/config.toml`` (where MCP servers' settings may hold tokens), ``state_dir``
+    (every session's event log and blobs) and ``extra`` (a ``$HISTFILE``), minus those an
     ``allowed`` glob covers whole (``~/.aws/**``, ``~/.aws/``, ``~/.aws``).
 
     Args:
-        home: the home folder ``~`` stands for (absolute).
+        home: the home folder ``~`` stands for (absolute); ``None``: none of
+            ``DEFAULT_HIDDEN``.
         config_dir: musec's config folder, or ``None``.
         allowed: the globs of the ``read`` allow rules (``~`` expanded here too; relative
             ones, which are about the workspace, are ignored).
+        state_dir: musec's state folder, or ``None``.
+        extra: more absolute paths (relative ones are ignored).
 
     Returns:
         Absolute paths (not resolved; they may not exist).
     """
-    paths = [_expand_home(p, home) for p in DEFAULT_HIDDEN]
+    paths = [_expand_home(p, home) for p in DEFAULT_HIDDEN] if home else []
     if config_dir:
         paths.append(os.path.join(config_dir, "config.toml"))
+    if state_dir:
+        paths.append(state_dir)
+    paths += [p for p in extra if p.startswith("/")]
     globs = []
     for raw in allowed:
-        pattern = _expand_home(raw, home)
+        pattern = _expand_home(raw, home) if home else raw
         if pattern.startswith("/"):
             try:
                 globs.append(compile_glob(pattern))
@@ -165,7 +204,8 @@ def hidden_paths(
     Covered: what the ``read`` deny globs ``patterns`` match (symlinks resolved) and every
     other name in the workspace of a covered file (hard links: the same device and inode),
     so that no spelling reaches them; and the existing paths of ``hide`` (musec's
-    defaults), except one that holds the workspace.
+    defaults), inside the workspace too; of one that holds the workspace or musec's runtime
+    (``musec_runtime``), everything but the way down to them.
 
     Args:
         patterns: the deny globs, absolute (``~`` already expanded) or relative to the
@@ -199,11 +239,59 @@ def hidden_paths(
                 st = os.lstat(path)
                 if (st.st_dev, st.st_ino) in linked:
                     found.add(path)
+    keep = [ws, *musec_runtime()]
     for path in hide:
         if os.path.lexists(path):
             real = os.path.realpath(path)
-            if not is_within(ws, real) and os.path.lexists(real):
-                found.add(real)
+            if not os.path.lexists(real):
+                continue
+            holds = [k for k in keep if is_within(k, real)]
+            found.update(_around(real, holds, budget) if holds else [real])
     dirs = [p for p in found if os.path.isdir(p)]
     covered = [p for p in found if any(p != d and is_within(p, d) for d in dirs)]
     return sorted((p, os.path.isdir(p)) for p in found - set(covered) if os.path.lexists(p))
+
+
+def _around(top: str, keep: Sequence[str], budget: list[int]) -> set[str]:
+    """What of folder ``top`` lies off the way down to the ``keep`` paths (inside it):
+    each entry of ``top`` that is not one of them and holds none, and likewise inside each
+    entry that holds one."""
+    if top in keep:
+        return set()
+    out: set[str] = set()
+    try:
+        names = sorted(os.listdir(top))
+    except OSError:
+        return out
+    for name in names:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise SandboxUnavailable(f"too many files under {top} to hide all but the workspace in it")
+        path = os.path.join(top, name)
+        holds = [k for k in keep if is_within(k, path)]
+        if not holds:
+            out.add(path)
+        elif os.path.isdir(path) and not os.path.islink(path):
+            out |= _around(path, holds, budget)
+    return out
+
+
+def musec_runtime() -> list[str]:
+    """musec's own code (the folder holding ``agents/``) and Python (``sys.prefix``,
+    ``sys.base_prefix``), symlinks resolved: what runs musec in a sandbox, never hidden."""
+    import sys
+
+    code = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return list(dict.fromkeys(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, code)))
+
+
+def hidden_store_holding(workspace: str, hide: Sequence[str]) -> str:
+    """The folder of ``hide`` (musec's defaults: credential stores, its state folder) that
+    holds ``workspace`` (resolved), or ``""``: a session there would see what the masks are
+    for, so it is refused when it starts."""
+    ws = os.path.realpath(workspace)
+    for path in hide:
+        real = os.path.realpath(path)
+        if is_within(ws, real) and os.path.isdir(real):
+            return real
+    return ""

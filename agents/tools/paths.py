@@ -19,6 +19,7 @@ from .errors import PathRefused, ToolInputError
 __all__ = [
     "allowed_roots",
     "display_path",
+    "hidden_inside",
     "is_blob_path",
     "is_within",
     "resolve_tool_path",
@@ -86,7 +87,32 @@ def resolve_tool_path(raw: object, ctx: ToolContext, *, what: str = "path", read
             f"{raw} goes through a symlink leading outside the workspace (to {resolved}); "
             "use a path inside the workspace"
         )
+    hidden = next((h for h in _hidden(ctx, roots) if is_within(resolved, h)), None)
+    if hidden is not None:
+        raise PathRefused(
+            f"{raw} is hidden from the agent ({hidden} is a credential store, shell history or musec's "
+            "own state, hidden like it is from commands); work with files elsewhere in the workspace"
+        )
     return Path(resolved)
+
+
+def _hidden(ctx: ToolContext, roots: Sequence[str]) -> list[str]:
+    """The default hidden paths (``ctx.sandbox.hide``, resolved) that hold none of the
+    ``roots``: the file tools refuse what they cover, as the sandbox masks it."""
+    out = []
+    for path in ctx.sandbox.hide:
+        real = os.path.realpath(path)
+        if not any(is_within(root, real) for root in roots):
+            out.append(real)
+    return out
+
+
+def hidden_inside(folder: str | os.PathLike[str], ctx: ToolContext) -> list[str]:
+    """The default hidden paths that lie inside ``folder`` (absolute, resolved), relative
+    to it in POSIX form: what a search from ``folder`` must not go into."""
+    base = os.path.realpath(folder)
+    return [os.path.relpath(h, base) for h in _hidden(ctx, allowed_roots(ctx))
+            if h != base and is_within(h, base) and os.path.lexists(h)]
 
 
 def workspace_gone(workspace: str | os.PathLike[str]) -> str:

@@ -11,6 +11,7 @@ PyPI ``ripgrep`` wheel installs it into the virtual environment's ``bin``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from ..core.conversation import ToolSpec
 from .base import Access, ToolContext, ToolInputError, ToolOutput, printable
 from .common import error_output, get_bool, get_str
 from .globmatch import compile_glob
-from .paths import display_path, resolve_tool_path
+from .paths import display_path, hidden_inside, resolve_tool_path
 from .procs import run_process_group
 
 __all__ = ["GlobTool", "GrepTool", "find_ripgrep"]
@@ -66,6 +67,15 @@ def find_ripgrep() -> str | None:
 def _search_env() -> dict[str, str]:
     """A minimal environment for ripgrep (no ``RIPGREP_CONFIG_PATH``, no credentials)."""
     return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL")}
+
+
+def _excluded(cwd: str | os.PathLike[str], ctx: ToolContext) -> list[str]:
+    """ripgrep globs keeping a search run in ``cwd`` out of the default hidden paths inside
+    it (``paths.hidden_inside``: a session in ``$HOME`` holds ``~/.ssh``)."""
+    out: list[str] = []
+    for rel in hidden_inside(cwd, ctx):
+        out += ["--glob", "!/" + re.sub(r"([*?\[\]{}\\!])", r"\\\1", rel)]
+    return out
 
 
 def _path_list(input: dict[str, Any]) -> Sequence[str]:
@@ -146,7 +156,7 @@ class GlobTool:
             return count < MAX_GLOB_SCANNED
 
         # every file ripgrep does not ignore; the pattern is matched here (see globmatch)
-        argv = [rg, "--files", "--null", *_COMMON_FLAGS]
+        argv = [rg, "--files", "--null", *_COMMON_FLAGS, *_excluded(base, ctx)]
         errors = bytearray()
         done = await run_process_group(
             argv,
@@ -239,7 +249,7 @@ class GrepTool:
         rg = find_ripgrep()
         if rg is None:
             return error_output(_NO_RIPGREP)
-        argv = [rg, "--line-number", "--no-heading", "--with-filename", *_COMMON_FLAGS]
+        argv = [rg, "--line-number", "--no-heading", "--with-filename", *_COMMON_FLAGS, *_excluded(ctx.workspace, ctx)]
         argv += ["--max-columns", str(MAX_GREP_LINE_CHARS), "--max-columns-preview"]
         if ignore_case:
             argv.append("--ignore-case")

@@ -85,10 +85,11 @@ def test_a_rule_that_would_hide_the_workspace_is_refused(home: Path) -> None:
         bwrap_argv(_policy(read_deny=(f"{home}/**",)), ws, {}, ["true"])
 
 
-def test_a_default_holding_the_workspace_is_skipped(home: Path) -> None:
+def test_a_default_holding_the_workspace_is_hidden_but_the_way_to_it(home: Path) -> None:
     ws = home / ".ssh" / "work"
     ws.mkdir()
-    assert hidden_paths((), ws, hide=default_hidden(str(home), None)) == [(str(home / ".aws"), True)]
+    assert hidden_paths((), ws, hide=default_hidden(str(home), None)) == [
+        (str(home / ".aws"), True), (str(home / ".ssh" / "id_rsa"), False)]
 
 
 def test_masks_are_bwrap_mounts_and_seatbelt_denials(home: Path, workspace: Path) -> None:
@@ -105,3 +106,63 @@ def _policy(**fields: object):
     from musec.agents.tools import SandboxPolicy
 
     return SandboxPolicy(**fields)  # type: ignore[arg-type]
+
+
+HISTORY = "cat ~/.bash_history ~/.zsh_history ~/.local/share/fish/fish_history"
+
+
+@pytest.fixture
+def state(home: Path) -> Path:
+    """musec's state folder under the home: a session's log, a blob, a worker's worktree."""
+    path = home / ".local" / "state" / "musec"
+    for rel in ("sessions/other.jsonl", "blobs/ab/cd", "worktrees/s1/w1/code.py", "worktrees/s1/w2/other.py"):
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(f"{KEY} {rel}\n")
+    for rel in (".bash_history", ".zsh_history", ".local/share/fish/fish_history"):
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(f"{KEY} history {rel}\n")
+    return path
+
+
+async def test_shell_history_and_musecs_state_are_hidden_from_bash(home: Path, state: Path, make_ctx) -> None:
+    command = f"{HISTORY}; cat {state}/sessions/other.jsonl {state}/blobs/ab/cd; ls {state}/worktrees/s1; cat ~/public.txt"
+    bare = await BashTool().run({"command": command}, make_ctx(env={"HOME": str(home)}))
+    assert bare.content.count(KEY) == 5, bare.content  # without the defaults all of it shows: this test can fail
+    hide = default_hidden(str(home), None, state_dir=str(state))
+    out = await BashTool().run({"command": command}, make_ctx(env={"HOME": str(home)}, hide=hide))
+    assert KEY not in out.content and "w1" not in out.content, out.content
+    assert "public" in out.content
+
+
+async def test_a_worktree_in_the_state_folder_sees_itself_and_nothing_else_there(home: Path, state: Path, make_ctx) -> None:
+    from musec.agents.tools.base import SandboxPolicy, ToolContext
+
+    ws = state / "worktrees" / "s1" / "w1"
+    ctx = ToolContext(workspace=ws, env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+                      sandbox=SandboxPolicy(hide=default_hidden(str(home), None, state_dir=str(state))))
+    out = await BashTool().run({"command": f"cat code.py; echo new > made.txt; cat {state}/sessions/other.jsonl "
+                                           f"../w2/other.py; ls {state}/worktrees/s1"}, ctx)
+    assert f"{KEY} worktrees/s1/w1/code.py" in out.content, out.content  # its own files
+    assert (ws / "made.txt").read_text() == "new\n"  # and writable
+    assert f"{KEY} sessions" not in out.content and f"{KEY} worktrees/s1/w2" not in out.content, out.content
+    hidden = dict(hidden_paths((), ws, hide=[str(state)]))
+    assert str(state / "sessions") in hidden and str(state / "worktrees" / "s1" / "w2") in hidden
+    assert not any(ws.as_posix().startswith(p) for p in hidden)  # nothing holding the workspace
+
+
+async def test_the_file_tools_refuse_what_commands_cannot_see(home: Path, state: Path) -> None:
+    from musec.agents.tools import GlobTool, GrepTool, ReadFileTool
+    from musec.agents.tools.base import SandboxPolicy, ToolContext
+
+    ctx = ToolContext(workspace=home, env={"HOME": str(home), "PATH": "/usr/bin:/bin"},  # a session in $HOME
+                      sandbox=SandboxPolicy(hide=default_hidden(str(home), None, state_dir=str(state))))
+    for path in (".ssh/id_rsa", "~/.bash_history", f"{state}/sessions/other.jsonl", ".local/state/musec"):
+        out = await ReadFileTool().run({"path": path}, ctx)
+        assert out.is_error and "hidden" in out.content and KEY not in out.content, (path, out.content)
+    found = await GrepTool().run({"pattern": "FAKE-PRIVATE"}, ctx)
+    assert KEY + " notes" in found.content  # the rest of home is searched: this can fail
+    assert ".ssh" not in found.content and "history" not in found.content and "sessions" not in found.content, found.content
+    listed = await GlobTool().run({"pattern": "**"}, ctx)
+    assert "public.txt" in listed.content
+    assert ".ssh" not in listed.content and ".bash_history" not in listed.content and "musec" not in listed.content
+    assert (await ReadFileTool().run({"path": "public.txt"}, ctx)).content.count("public") == 1
