@@ -15,7 +15,9 @@ from .output import out, out_json, safe
 
 def fetch_report(conn: Connection, workspace: str, *, start_mcp: bool = False) -> p.WorkspaceReport:
     """The daemon's ``WorkspaceReport`` for ``workspace`` (``start_mcp``: list the servers' tools)."""
-    msg = p.InspectWorkspace(id=conn.next_id(), workspace=workspace, environment=dict(os.environ), start_mcp=start_mcp)
+    from .requests import wire_environment
+
+    msg = p.InspectWorkspace(id=conn.next_id(), workspace=workspace, environment=wire_environment(), start_mcp=start_mcp)
     return conn.request(msg, timeout_s=120 if start_mcp else 30)
 
 

@@ -28,7 +28,7 @@ from .interactive_input import Woken
 from .output import err, out
 from .quick import age
 from .render import Renderer
-from .requests import credentials, resolve_workspace, secret_env, secret_values, start_request
+from .requests import credentials, resolve_workspace, secret_env, secret_values, start_request, wire_environment
 from .slash import Context, run_command
 from .status import SessionStatus
 from .version import __version__
@@ -469,7 +469,7 @@ def _resume_on(conn: Connection, args: argparse.Namespace, back_to: str = "") ->
             return OK
     _need_terminal(sid)
     req = p.ResumeSession(id=conn.next_id(), session_id=sid, credentials=credentials(), interactive=True,
-                          end_when_idle=False, backlog=True, environment=dict(os.environ),
+                          end_when_idle=False, backlog=True, environment=wire_environment(),
                           redact=secret_values(), redact_named=secret_env())
     conn.send(req)
     follower = TurnFollower(conn, req.id, Renderer(sys.stdout, rich=True))

@@ -56,7 +56,8 @@ def _sessions(all_: bool, as_json: bool) -> int | None:
     if not all_:
         try:
             workspace = os.path.realpath(os.getcwd())  # requests.resolve_workspace(None)
-        except OSError:
+            workspace.encode("utf-8")  # one the wire cannot carry: the full path says so
+        except (OSError, UnicodeEncodeError):
             return None
     reply = _ask(sessions_request(workspace), "sessions")
     rows = session_rows(reply)

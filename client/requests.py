@@ -93,7 +93,28 @@ def resolve_workspace(workspace: str | None) -> str:
     path = Path(workspace).expanduser()
     if not path.is_dir():
         raise UsageError(f"workspace {path} is not a directory")
-    return str(path.resolve())
+    resolved = str(path.resolve())
+    if not is_utf8(resolved):  # the wire, the log and the sandbox's argv carry text (s6 G24)
+        shown = resolved.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise UsageError(f"the workspace path {shown} is not valid UTF-8, which musec cannot work in; "
+                         "rename the folder to a UTF-8 name (or copy the project to one) and start there")
+    return resolved
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` (from the OS: surrogate-escaped bytes) is valid UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def wire_environment() -> dict[str, str]:
+    """This process's environment as a request carries it (``StartSession.environment``):
+    a variable whose name or value is not valid UTF-8 (``PWD`` in such a folder) is left
+    out, as the wire carries only text."""
+    return {k: v for k, v in os.environ.items() if is_utf8(k) and is_utf8(v)}
 
 
 ALLOW_BROAD = "--allow-home-workspace"
@@ -205,7 +226,7 @@ def start_request(conn: Connection, args: argparse.Namespace, task: str, *, inte
         blackboard=getattr(args, "blackboard", True),
         agents_model=resolve_model(agents_model) if agents_model else "",
         agents_budget_usd=getattr(args, "agents_budget_usd", 0.0) or 0.0, trust=trust,
-        ask_trust=interactive and not trust, environment=dict(os.environ), max_wall_s=_max_wall_s(args),
+        ask_trust=interactive and not trust, environment=wire_environment(), max_wall_s=_max_wall_s(args),
         goal=_goal(args),
     )
 
@@ -240,6 +261,6 @@ def resume_request(conn: Connection, args: argparse.Namespace, task: str) -> p.R
         workspace="" if args.resume else resolve_workspace(args.workspace), task=task,
         credentials=credentials(), interactive=False, end_when_idle=True,
         approval=args.approval or "", max_turns=args.max_turns or 0, redact=secret_values(), redact_named=secret_env(),
-        environment=dict(os.environ), model=getattr(args, "model", None) or "", max_wall_s=_max_wall_s(args),
+        environment=wire_environment(), model=getattr(args, "model", None) or "", max_wall_s=_max_wall_s(args),
         budget_usd=check_budgets(args) or 0.0,
     )
