@@ -67,6 +67,7 @@ from .core.words import counted
 from .netrules import host_regex
 from .shellsplit import split_commands
 from .tools.globmatch import compile_glob
+from .trust import trust_covers
 
 __all__ = [
     "ACTIONS", "KINDS", "Call", "Policy", "Rule", "RuleError", "Verdict",
@@ -412,6 +413,9 @@ class Policy:
         verdict = decide_call(mode, call, self.rules)
         if verdict.decision == "deny" or not call.paths:
             return verdict
+        guarded = next((rel for _, rel in call.paths if rel and call.access == "write" and trust_covers(rel)), "")
+        if guarded and verdict.decision == "allow" and mode != "never":  # even in auto (s6 G20)
+            return Verdict("ask", source="trust", origin=f"{guarded} is a file project trust covers")
         workspace = os.path.realpath(self.workspace or os.getcwd())
         others = tuple(p for a, _ in call.paths for p in other_names(a, workspace))
         if others:

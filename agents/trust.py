@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Item", "TrustStatus", "TrustStore", "check_trust", "content_hash", "project_items"]
+__all__ = ["Item", "TrustStatus", "TrustStore", "check_trust", "content_hash", "project_items", "trust_covers"]
 
 TRUST_FILE = "trust.json"
 MAX_ITEMS = 2000
@@ -102,6 +102,21 @@ def _walk(workspace: Path, root: Path, kind: str, out: list[Item]) -> None:
                 return
 
 
+COVERED_FILES = (".musec/config.toml", ".mcp.json")
+COVERED_FOLDERS = (".musec/hooks", ".musec/skills", ".musec/commands", ".agents/skills")
+
+
+def trust_covers(rel: str) -> bool:
+    """Whether the path ``rel`` (relative to the workspace, POSIX) is one trust covers, or a
+    folder holding some (``.musec``): what an agent writes there would run, or be trusted
+    next time, as the person's (the tools ask first even in ``auto``)."""
+    rel = rel.strip("/")
+    if rel in (".", ""):
+        return False
+    return any(rel == c or c.startswith(rel + "/") for c in COVERED_FILES + COVERED_FOLDERS) or any(
+        rel.startswith(c + "/") for c in COVERED_FOLDERS)
+
+
 def project_items(workspace: Path) -> list[Item]:
     """What trust covers in ``workspace``, sorted by path; ``[]`` when there is nothing."""
     musec = workspace / ".musec"
@@ -150,11 +165,22 @@ class TrustStore:
         entry = self.load()["workspaces"].get(str(workspace))
         return entry.get("sha256", "") if isinstance(entry, dict) else ""
 
+    def trusted_contents(self, workspace: Path) -> dict[str, str] | None:
+        """The text of each file as it was trusted (``None``: a record from before musec
+        kept it, or none); a file too big or not text is ``""`` there (``_trusted_text``)."""
+        entry = self.load()["workspaces"].get(str(workspace))
+        contents = entry.get("contents") if isinstance(entry, dict) else None
+        if not isinstance(contents, dict):
+            return None
+        return {str(k): v for k, v in contents.items() if isinstance(v, str)}
+
     def record(self, workspace: Path, sha256: str, items: list[Item]) -> None:
-        """Trust ``workspace`` as it is now (atomic write, 0600)."""
+        """Trust ``workspace`` as it is now (atomic write, 0600), keeping each file's text,
+        so that the next question can show what changed since (``TrustStatus.changes``)."""
         data = self.load()
         data["workspaces"][str(workspace)] = {
             "sha256": sha256, "trusted_at": time.time(), "files": [i.path for i in items],
+            "contents": {i.path: _trusted_text(workspace / i.path, i) for i in items},
         }
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".trust.", suffix=".tmp", dir=self.path.parent)
@@ -176,7 +202,8 @@ class TrustStatus:
 
     ``state``: ``none`` (nothing to trust), ``trusted``, ``untrusted`` (never trusted)
     or ``changed`` (trusted once, changed since). ``by``: ``--trust``, ``record`` or
-    ``config`` when trusted. ``items``: the manifest.
+    ``config`` when trusted. ``items``: the manifest. ``changes``: when ``changed``, a
+    unified diff (lines) of the files against what was trusted.
     """
 
     workspace: str
@@ -184,6 +211,7 @@ class TrustStatus:
     sha256: str = ""
     by: str = ""
     items: list[Item] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
 
     @property
     def trusted(self) -> bool:
@@ -219,9 +247,12 @@ class TrustStatus:
         """One line for the person: what is untrusted and everything that would apply."""
         why = "changed since you trusted it" if self.state == "changed" else "not trusted"
         listing = "; ".join(i.describe() for i in self.items)
-        return (f"workspace {self.workspace} is {why}; trusting it applies: {listing}. Trust covers these files "
+        text = (f"workspace {self.workspace} is {why}; trusting it applies: {listing}. Trust covers these files "
                 f"only, not the scripts they run from elsewhere in the repository (those run in the sandbox, and "
                 f"can change without a new question)")
+        if self.changes:  # what changed since the person trusted it (an agent may have written it: s6 G20)
+            text += "\nWhat changed since you trusted it:\n" + "\n".join(self.changes)
+        return text
 
     def note(self) -> str:
         """One line for a headless run whose project files are ignored ("" when none are)."""
@@ -236,6 +267,53 @@ class TrustStatus:
         return {"state": self.state, "by": self.by, "sha256": self.sha256,
                 "items": [{"path": i.path, "kind": i.kind, "executable": i.executable, "sha256": i.sha256}
                           for i in self.items]}
+
+
+MAX_KEPT_BYTES = 256 * 1024
+"""A trusted file larger than this is kept by its hash only (its change shown without a diff)."""
+
+
+def _trusted_text(path: Path, item: Item) -> str:
+    """What is kept of a trusted file: its text, a symlink's target, or ``""`` (too big,
+    not text, unreadable)."""
+    if item.link:
+        return f"-> {item.link}\n"
+    try:
+        data = path.read_bytes()[: MAX_KEPT_BYTES + 1]
+    except OSError:
+        return ""
+    if len(data) > MAX_KEPT_BYTES or b"\0" in data:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+MAX_DIFF_LINES = 200
+
+
+def _changes(workspace: Path, items: list[Item], trusted: dict[str, str] | None) -> list[str]:
+    """A unified diff of each file trust covers against its trusted text, control
+    characters escaped (a file's bytes must not drive the terminal); at most
+    ``MAX_DIFF_LINES`` lines."""
+    import difflib
+
+    if trusted is None:
+        return ["(the files trusted before were not kept, so what changed cannot be shown; read them before trusting)"]
+    now = {i.path: _trusted_text(workspace / i.path, i) for i in items}
+    out: list[str] = []
+    for path in sorted(set(now) | set(trusted)):
+        before, after = trusted.get(path), now.get(path)
+        if before == after:
+            continue
+        if before == "" or after == "":
+            out.append(f"{_shown(path)}: changed (too big or not text to show)")
+            continue
+        out += difflib.unified_diff((before or "").splitlines(), (after or "").splitlines(),
+                                    "/dev/null" if before is None else f"a/{path}",
+                                    "/dev/null" if after is None else f"b/{path}", lineterm="")
+    shown = ["".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in line) for line in out]
+    if len(shown) > MAX_DIFF_LINES:
+        shown = shown[:MAX_DIFF_LINES] + [f"[{len(shown) - MAX_DIFF_LINES} more lines of changes; read the files]"]
+    return shown
 
 
 def check_trust(workspace: Path, state_dir: Path, *, trust_now: bool = False, trusted_by_config: bool = False) -> TrustStatus:
@@ -255,7 +333,11 @@ def check_trust(workspace: Path, state_dir: Path, *, trust_now: bool = False, tr
         return TrustStatus(str(workspace), "trusted", digest, "--trust", items)
     if trusted_by_config:
         return TrustStatus(str(workspace), "trusted", digest, "config", items)
-    recorded = TrustStore(state_dir).trusted_hash(workspace)
+    store = TrustStore(state_dir)
+    recorded = store.trusted_hash(workspace)
     if recorded == digest:
         return TrustStatus(str(workspace), "trusted", digest, "record", items)
-    return TrustStatus(str(workspace), "changed" if recorded else "untrusted", digest, "", items)
+    if not recorded:
+        return TrustStatus(str(workspace), "untrusted", digest, "", items)
+    return TrustStatus(str(workspace), "changed", digest, "", items,
+                       _changes(workspace, items, store.trusted_contents(workspace)))

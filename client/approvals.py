@@ -251,10 +251,13 @@ def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | 
 def ask_trust(message: str) -> bool:
     """Show what trusting the workspace would apply (every hook, skill and config file) and
     ask; Esc, Ctrl-C or Ctrl-D: not trusted."""
+    message, _, changes = message.partition("\n")  # what changed since trusted, a diff
     head, _, listing = message.partition(" applies: ")
     out(f"{head} applies:" if listing else head)
     for item in listing.split("; "):
         out(f"  {item}")
+    for line in changes.splitlines():
+        out(f"  {line}")
     while True:
         try:
             answer = str(read_line("Trust it? Hooks will run as commands. [y]es / [n]o (then Enter; Esc: no): ")).strip().lower()

@@ -30,6 +30,7 @@ __all__ = [
     "bwrap_failure",
     "find_bwrap",
     "hidden_paths",
+    "project_trust_paths",
     "protected_folders",
     "scrub_env",
     "seatbelt_argv",
@@ -131,7 +132,7 @@ def bwrap_argv(
     for root in _writable_roots(policy, ws):
         argv += ["--bind-try", root, root]
         writable.append(root)
-    for folder in protected_folders(policy, writable):
+    for folder in protected_folders(policy, writable) + project_trust_paths(ws, writable):
         argv += ["--ro-bind-try", folder, folder]
     argv += _git_args(ws, writable, policy.profile != "read-only")
     for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide) if policy.read_deny or policy.hide else ():
@@ -182,6 +183,22 @@ def protected_folders(policy: SandboxPolicy, writable: Sequence[str]) -> list[st
         if any(is_within(real, root) and real != root for root in writable) and real not in out:
             out.append(real)
     return out
+
+
+PROJECT_TRUST = (".musec", ".mcp.json", ".agents/skills")
+"""What project trust covers (``agents.trust``: the project config, hooks, skills, commands
+and MCP servers), by the folders and files holding it: read-only to commands, as a
+command's change would run, or be trusted next time, as the person's (fresh-user s6 G20)."""
+
+
+def project_trust_paths(workspace: str, writable: Sequence[str]) -> list[str]:
+    """``PROJECT_TRUST`` in ``workspace`` (resolved), symlinks resolved, when the workspace
+    is writable (a target outside the writable roots is read-only already). bwrap binds
+    those that exist; Seatbelt denies writing the others too."""
+    if workspace not in writable:
+        return []
+    out = [os.path.realpath(os.path.join(workspace, rel)) for rel in PROJECT_TRUST]
+    return [p for p in dict.fromkeys(out) if any(is_within(p, root) and p != root for root in writable)]
 
 
 def _system_python() -> str:
@@ -258,7 +275,7 @@ def seatbelt_profile(
     if writable:
         subpaths = " ".join(f"(subpath {_sbpl_string(p)})" for p in dict.fromkeys(writable))
         lines.append(f"(allow file-write* {subpaths})")
-        for folder in protected_folders(policy, writable):  # a later rule wins in SBPL
+        for folder in protected_folders(policy, writable) + project_trust_paths(ws, writable):  # a later rule wins
             lines.append(f"(deny file-write* (subpath {_sbpl_string(folder)}))")
         if policy.profile != "read-only":
             lines += seatbelt_git_rules(ws, writable, _sbpl_string)

