@@ -196,7 +196,7 @@ def _rule_matches(pattern: str, workspace: str, budget: list[int]) -> set[str]:
 
 
 def hidden_paths(
-    patterns: Sequence[str], workspace: Path | str, hide: Sequence[str] = ()
+    patterns: Sequence[str], workspace: Path | str, hide: Sequence[str] = (), keep: Sequence[str] = ()
 ) -> list[tuple[str, bool]]:
     """What to mask, as ``(real path, is_dir)``, outermost only (nothing listed lies inside
     a listed folder).
@@ -212,6 +212,7 @@ def hidden_paths(
             workspace (``SandboxPolicy.read_deny``).
         workspace: the workspace (or worktree) root.
         hide: absolute paths hidden by default (``SandboxPolicy.hide``).
+        keep: more folders (resolved) no default may hide: the writable roots.
 
     Raises:
         HidesWorkspace: a glob covers the workspace or a folder holding it.
@@ -239,7 +240,7 @@ def hidden_paths(
                 st = os.lstat(path)
                 if (st.st_dev, st.st_ino) in linked:
                     found.add(path)
-    keep = [ws, *musec_runtime()]
+    keep = [ws, *keep, *musec_runtime()]
     for path in hide:
         if os.path.lexists(path):
             real = os.path.realpath(path)

@@ -135,7 +135,7 @@ def bwrap_argv(
     for folder in protected_folders(policy, writable) + project_trust_paths(ws, writable):
         argv += ["--ro-bind-try", folder, folder]
     argv += _git_args(ws, writable, policy.profile != "read-only")
-    for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide) if policy.read_deny or policy.hide else ():
+    for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide, writable) if policy.read_deny or policy.hide else ():
         argv += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
     if policy.proxy_socket and not policy.network:
         folder = os.path.dirname(policy.proxy_socket)
@@ -279,7 +279,7 @@ def seatbelt_profile(
             lines.append(f"(deny file-write* (subpath {_sbpl_string(folder)}))")
         if policy.profile != "read-only":
             lines += seatbelt_git_rules(ws, writable, _sbpl_string)
-    for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide) if policy.read_deny or policy.hide else ():
+    for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide, writable) if policy.read_deny or policy.hide else ():
         kind = "subpath" if is_dir else "literal"
         lines.append(f"(deny file-read* ({kind} {_sbpl_string(path)}))")
     if policy.network:

@@ -166,3 +166,10 @@ async def test_the_file_tools_refuse_what_commands_cannot_see(home: Path, state:
     assert "public.txt" in listed.content
     assert ".ssh" not in listed.content and ".bash_history" not in listed.content and "musec" not in listed.content
     assert (await ReadFileTool().run({"path": "public.txt"}, ctx)).content.count("public") == 1
+
+
+def test_a_writable_root_in_a_hidden_folder_stays_visible(home: Path, state: Path, workspace: Path) -> None:
+    scratch = state / "blobs"
+    args = bwrap_argv(_policy(hide=(str(state),), writable_roots=(str(scratch),)), workspace, {}, ["true"])
+    tmpfs = [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"]
+    assert str(state / "sessions") in tmpfs and str(scratch) not in tmpfs and str(state) not in tmpfs
