@@ -41,7 +41,7 @@ from pathlib import Path
 
 from .paths import is_within
 
-__all__ = ["OBJECTS_ALIAS", "WorktreeGit", "bwrap_git_args", "bwrap_top_args", "seatbelt_git_rules", "worktree_git"]
+__all__ = ["OBJECTS_ALIAS", "WorktreeGit", "bwrap_git_args", "bwrap_top_args", "seatbelt_git_rules", "worktree_git", "worktree_top"]
 
 OBJECTS_ALIAS = "/tmp/.musec-git-objects"
 """Where the real object store is mounted read-only inside a worker's sandbox (on the
@@ -151,11 +151,16 @@ def bwrap_top_args(workspace: Path | str) -> list[str]:
     finds its ``.git`` file from the workspace: under a private ``/tmp`` the top would be
     hidden, and git does not look across the mount it would then meet. To come before the
     workspace's own bind. ``[]`` otherwise."""
+    top = worktree_top(workspace)
+    return [] if top is None or top == os.path.realpath(workspace) else ["--ro-bind", top, top]
+
+
+def worktree_top(workspace: Path | str) -> str | None:
+    """The top folder (resolved) of the linked worktree ``workspace`` is, or lies in; ``None``
+    when it is not in one. A sandbox keeps it visible (not masked, even inside a hidden
+    folder such as the state folder), as git needs its ``.git`` file."""
     git = worktree_git(workspace)
-    if git is None or not git.dotgit:
-        return []
-    top = os.path.dirname(git.dotgit)
-    return [] if top == os.path.realpath(workspace) else ["--ro-bind", top, top]
+    return os.path.dirname(git.dotgit) if git is not None and git.dotgit else None
 
 
 def bwrap_git_args(workspace: Path | str, writable: list[str], *, write: bool = True) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .base import SandboxPolicy
 from .errors import SandboxUnavailable
-from .gitmounts import bwrap_git_args, bwrap_top_args, seatbelt_git_rules
+from .gitmounts import bwrap_git_args, bwrap_top_args, seatbelt_git_rules, worktree_top
 from .masks import hidden_paths
 from .paths import is_within
 
@@ -135,7 +135,7 @@ def bwrap_argv(
     for folder in protected_folders(policy, writable) + project_trust_paths(ws, writable):
         argv += ["--ro-bind-try", folder, folder]
     argv += _git_args(ws, writable, policy.profile != "read-only")
-    for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide, writable) if policy.read_deny or policy.hide else ():
+    for path, is_dir in _hidden(policy, ws, writable):
         argv += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
     if policy.proxy_socket and not policy.network:
         folder = os.path.dirname(policy.proxy_socket)
@@ -146,6 +146,16 @@ def bwrap_argv(
         argv += ["--setenv", key, value]
     argv += ["--chdir", ws, "--", *command]
     return argv
+
+
+def _hidden(policy: SandboxPolicy, ws: str, writable: list[str]) -> list[tuple[str, bool]]:
+    """``masks.hidden_paths`` for ``policy``, keeping the writable roots and the top of the
+    linked worktree ``ws`` lies in (a worker started from ``pkg/`` in a worktree in the
+    state folder: git needs the top's ``.git`` file)."""
+    if not policy.read_deny and not policy.hide:
+        return []
+    top = worktree_top(ws)
+    return hidden_paths(policy.read_deny, ws, policy.hide, writable if top is None else [*writable, top])
 
 
 def _git_args(workspace: str, writable: list[str], write: bool) -> list[str]:
@@ -279,7 +289,7 @@ def seatbelt_profile(
             lines.append(f"(deny file-write* (subpath {_sbpl_string(folder)}))")
         if policy.profile != "read-only":
             lines += seatbelt_git_rules(ws, writable, _sbpl_string)
-    for path, is_dir in hidden_paths(policy.read_deny, ws, policy.hide, writable) if policy.read_deny or policy.hide else ():
+    for path, is_dir in _hidden(policy, ws, writable):
         kind = "subpath" if is_dir else "literal"
         lines.append(f"(deny file-read* ({kind} {_sbpl_string(path)}))")
     if policy.network:

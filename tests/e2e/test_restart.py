@@ -6,6 +6,7 @@ exactly once, the chain verifies, and the session resumes and finishes (DESIGN �
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -98,13 +99,30 @@ def test_replay_rederives_every_request(musec: Musec, buggy_repo: Path, fix_scri
     assert proc.returncode == 0, proc.stdout + proc.stderr
     replay = json.loads(proc.stdout)
     assert replay["ok"] and replay["model_requests"] == 5 and replay["turns"] == 5
-    # A log whose history was changed no longer replays to the same requests.
+    # A log whose history was changed is damaged: replay stops at the changed line.
     log = next(musec.home.glob(f"state/sessions/{sid}.jsonl"))
     musec("daemon", "stop")
-    data = log.read_bytes().replace(b"Running the tests.", b"Running the tests!")
-    log.write_bytes(data)
+    original = log.read_bytes()
+    assert b"Running the tests." in original
+    log.write_bytes(original.replace(b"Running the tests.", b"Running the tests!"))
     tampered = json.loads(musec("replay", sid, "--json").stdout)
-    assert not tampered["ok"] and "differs" in tampered["problems"][0]
+    assert not tampered["ok"] and "hash chain broken" in tampered["problems"][0]
+    # The chain is not keyed (DESIGN §5): a forger can compute it again over the changed
+    # lines; the requests re-derived from that history then differ from the recorded ones.
+    log.write_bytes(_rechain(original.replace(b"Running the tests.", b"Running the tests!")))
+    assert musec("log", "verify", sid).returncode == 0
+    forged = json.loads(musec("replay", sid, "--json").stdout)
+    assert not forged["ok"] and "differs" in forged["problems"][0]
+
+
+def _rechain(data: bytes) -> bytes:
+    """``data``'s lines with every ``h`` computed again (DESIGN §5's chain, written out)."""
+    out, prev = [], ""
+    for line in data.splitlines():
+        body = line[: line.rindex(b',"h":"')] + b"}"
+        prev = hashlib.sha256(prev.encode("ascii") + body).hexdigest()[:32]
+        out.append(body[:-1] + b',"h":"' + prev.encode("ascii") + b'"}')
+    return b"\n".join(out) + b"\n"
 
 
 def test_continue_goes_on_with_the_latest_session(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
