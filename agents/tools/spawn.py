@@ -25,7 +25,7 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-__all__ = ["open_process"]
+__all__ = ["PipedProcess", "SpawnedProcess", "open_process"]
 
 _READ_MAX_BYTES = 65536
 
@@ -61,7 +61,55 @@ async def open_process(argv: Sequence[str], *, stdin: int | None, stdout: int | 
     return SpawnedProcess(popen, pidfd)
 
 
-class SpawnedProcess(Process):
+class PipedProcess(Process):
+    """What a process seen through the event loop shares, whichever way it was started
+    (``SpawnedProcess`` here, ``warm.WarmProcess`` in a warm sandbox): its pipes as
+    streams, ``terminate``/``kill`` through ``send_signal``, and ``aclose``. A subclass
+    sets ``_stdin``, ``_stdout`` and ``_stderr`` and frees what it holds in ``_release``."""
+
+    _stdin: ByteSendStream | None
+    _stdout: ByteReceiveStream | None
+    _stderr: ByteReceiveStream | None
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    @property
+    def stdin(self) -> ByteSendStream | None:
+        return self._stdin
+
+    @property
+    def stdout(self) -> ByteReceiveStream | None:
+        return self._stdout
+
+    @property
+    def stderr(self) -> ByteReceiveStream | None:
+        return self._stderr
+
+    async def aclose(self) -> None:
+        """Close the pipes, wait for the process (cancelled: kill it, then wait), then ``_release``."""
+        for stream in (self._stdin, self._stdout, self._stderr):
+            if stream is not None:
+                await stream.aclose()
+        try:
+            await self.wait()
+        except BaseException:
+            self.kill()
+            with anyio.CancelScope(shield=True):
+                await self.wait()
+            raise
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """Free what the process holds once it has exited (called by ``aclose``, which may
+        have been interrupted before the exit: check ``returncode``)."""
+
+
+class SpawnedProcess(PipedProcess):
     """A ``subprocess.Popen`` seen through the event loop (see the module docstring).
 
     Args:
@@ -87,12 +135,6 @@ class SpawnedProcess(Process):
                     await anyio.sleep(0.005)
         return self._popen.returncode
 
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
     def send_signal(self, signal: int) -> None:
         self._popen.send_signal(signal)  # a reaped process is not signalled (no pid reuse)
 
@@ -104,34 +146,11 @@ class SpawnedProcess(Process):
     def returncode(self) -> int | None:
         return self._popen.returncode
 
-    @property
-    def stdin(self) -> ByteSendStream | None:
-        return self._stdin
-
-    @property
-    def stdout(self) -> ByteReceiveStream | None:
-        return self._stdout
-
-    @property
-    def stderr(self) -> ByteReceiveStream | None:
-        return self._stderr
-
-    async def aclose(self) -> None:
-        """Close the pipes, wait for the process (cancelled: kill it, then wait), free the pidfd."""
-        for stream in (self._stdin, self._stdout, self._stderr):
-            if stream is not None:
-                await stream.aclose()
-        try:
-            await self.wait()
-        except BaseException:
-            self.kill()
-            with anyio.CancelScope(shield=True):
-                await self.wait()
-            raise
-        finally:
-            if self._pidfd >= 0 and self._popen.returncode is not None:
-                os.close(self._pidfd)
-                self._pidfd = -1
+    def _release(self) -> None:
+        """Free the pidfd once the process is reaped."""
+        if self._pidfd >= 0 and self._popen.returncode is not None:
+            os.close(self._pidfd)
+            self._pidfd = -1
 
 
 class _PipeReceive(ByteReceiveStream):

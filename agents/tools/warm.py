@@ -35,10 +35,10 @@ from functools import cache
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from .sandbox import DEFAULT_PATH, _system_python
-from .spawn import _PipeReceive, _PipeSend
+from .spawn import PipedProcess, _PipeReceive, _PipeSend
 
 __all__ = ["MAX_WARM", "WarmProcess", "open_warm", "shutdown", "split_bwrap_argv", "warm_enabled"]
 
@@ -284,7 +284,7 @@ async def open_warm(argv: Sequence[str], *, stdin: int | None, stdout: int | Non
     return None
 
 
-class WarmProcess(Process):
+class WarmProcess(PipedProcess):
     """A command running in a warm sandbox, seen as an ``anyio.abc.Process``.
 
     ``pid`` is the command's PID inside the sandbox's PID namespace: signal it with
@@ -415,12 +415,6 @@ class WarmProcess(Process):
         except OSError:
             pass
 
-    def terminate(self) -> None:
-        self.signal_group(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.signal_group(signal.SIGKILL)
-
     def send_signal(self, signal: int) -> None:
         self.signal_group(signal)
 
@@ -432,30 +426,7 @@ class WarmProcess(Process):
     def returncode(self) -> int | None:
         return self._returncode
 
-    @property
-    def stdin(self) -> ByteSendStream | None:
-        return self._stdin
-
-    @property
-    def stdout(self) -> ByteReceiveStream | None:
-        return self._stdout
-
-    @property
-    def stderr(self) -> ByteReceiveStream | None:
-        return self._stderr
-
-    async def aclose(self) -> None:
-        """Close the pipes and wait for the command (cancelled: kill it, then wait)."""
-        for stream in (self._stdin, self._stdout, self._stderr):
-            if stream is not None:
-                await stream.aclose()
-        try:
-            await self.wait()
-        except BaseException:
-            self.kill()
-            with anyio.CancelScope(shield=True):
-                await self.wait()
-            raise
-        finally:
-            if self._returncode is not None:
-                self._reply.close()
+    def _release(self) -> None:
+        """Close the reply socket once the command's status is in."""
+        if self._returncode is not None:
+            self._reply.close()
