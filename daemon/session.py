@@ -468,6 +468,8 @@ class Session:
         """End the session: the current turn is cancelled (``cause`` says why, to the
         model and in the transcript) and ``session_ended`` written."""
         self._inputs_send.close()
+        if self.fanout is not None and (self._turn_scope is None or not self._turn_scope.cancel_called):
+            self.fanout.stop_cause = cause  # a fan-out resumed before any turn is cut off by this end too
         if self._turn_scope is not None:
             self._cut_turn(cause)
 
@@ -481,6 +483,8 @@ class Session:
         for agent in (self.agent, *self.workers.values()):
             if agent is not None:
                 agent.stop_cause = cause
+        if self.fanout is not None:  # what the workers it cuts off end with (``worker_finished``)
+            self.fanout.stop_cause = cause
         scope.cancel()
 
     # -- running ------------------------------------------------------------------
@@ -572,6 +576,8 @@ class Session:
         for agent in (self.agent, *self.workers.values()):
             if agent is not None:
                 agent.stop_cause = ""
+        if self.fanout is not None:
+            self.fanout.stop_cause = ""
 
     async def _turn_locked(self, pending_plan: str | None) -> tuple[str, str, str]:
         self.status = "running"

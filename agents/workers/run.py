@@ -111,6 +111,9 @@ class FanOut:
         self.test_timeout_s = test_timeout_s
         # The session's lifecycle hooks (``Session.lifecycle``), set when hooks are configured.
         self.lifecycle: Callable[..., Awaitable[Any]] | None = None
+        # Why the session's turn is being cancelled, when not by the person (``Session._cut_turn``):
+        # what the ``worker_finished`` of a worker it cuts off says.
+        self.stop_cause = ""
 
     async def __call__(self, tasks: list[dict[str, str]]) -> ToolOutput:
         """Run ``tasks`` (``{name, instruction}`` each) as workers; the tool's answer."""
@@ -136,13 +139,18 @@ class FanOut:
             s.record(WorkerSpawned(worker=task["name"], instruction=task["instruction"],
                                    branch=tree.branch, path=str(tree.path), base_commit=base.commit, base_head=base.head,
                                    base_branch=base.branch, snapshot=base.snapshot, dirty_paths=list(base.dirty_paths)))
-        if self.lifecycle is not None:
-            for task, tree in zip(tasks, trees, strict=True):
-                await self.lifecycle("WorktreeCreate", {"worker": task["name"], "worktree_path": str(tree.path),
-                                                        "branch": tree.branch})
         specs = [WorkerSpec(t["name"], t["instruction"], tree.path, tree.branch, subdir=sub)
                  for t, tree in zip(tasks, trees, strict=True)]
         base_fields = {"base_commit": base.commit, "base_head": base.head, "base_branch": base.branch, "snapshot": base.snapshot}
+        if self.lifecycle is not None:
+            try:
+                for spec in specs:
+                    await self.lifecycle("WorktreeCreate", {"worker": spec.name, "worktree_path": str(spec.path),
+                                                            "branch": spec.branch})
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._cut_off(specs, {}, set())
+                raise
         return ToolOutput(content=await self.run_and_integrate(specs, base_fields, note=base.note), is_error=False)
 
     async def resume_from_log(self, spawned: list[WorkerSpawned], finished: set[str]) -> None:
@@ -159,31 +167,66 @@ class FanOut:
                                           body="The fan-out cut off by the restart has finished:\n" + summary))
 
     async def run_and_integrate(self, specs: list[WorkerSpec], base_fields: dict[str, Any], note: str) -> str:
-        """Run the workers, commit each branch, integrate and test; the report's text."""
+        """Run the workers, commit each branch, integrate and test; the report's text.
+
+        Cancelled (the person's interrupt, the session ended, the daemon stopped), every
+        worker started ends in the log all the same (``_cut_off``) before the cancel goes on.
+        """
         outcomes: dict[str, Any] = {}
-        async with anyio.create_task_group() as tg:
+        ended = {spec.name for spec in specs if spec.done}
+        try:
+            async with anyio.create_task_group() as tg:
+                for spec in specs:
+                    if not spec.done:
+                        tg.start_soon(self._run_worker, spec, outcomes)
+            lines = [note]
             for spec in specs:
-                if not spec.done:
-                    tg.start_soon(self._run_worker, spec, outcomes)
-        lines = [note]
-        for spec in specs:
-            if spec.done:
-                lines.append(f"worker {spec.name}: finished before the restart, on {spec.branch}")
-                continue
-            lines.append(await self._finish(spec, outcomes.get(spec.name)))
+                if spec.done:
+                    lines.append(f"worker {spec.name}: finished before the restart, on {spec.branch}")
+                    continue
+                lines.append(await self._finish(spec, outcomes.get(spec.name)))
+                ended.add(spec.name)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._cut_off(specs, outcomes, ended)
+            raise
         lines.extend(await self._integrate([spec.branch for spec in specs], base_fields))
         return "\n".join(lines)
+
+    async def _cut_off(self, specs: list[WorkerSpec], outcomes: dict[str, Any], ended: set[str]) -> None:
+        """Record ``worker_finished`` for each worker of ``specs`` a cancelled fan-out leaves
+        without one (``ended``: those that have it): a worker whose agent had stopped is
+        committed as at its normal end; one cut off ends ``interrupted``, saying why, its
+        worktree left as it was (what it changed stays there, uncommitted, for the person).
+        Call it shielded."""
+        why = self.stop_cause or "interrupted by the person"
+        for spec in specs:
+            if spec.name in ended:
+                continue
+            ended.add(spec.name)
+            outcome = outcomes.get(spec.name)
+            if outcome is not None:
+                try:
+                    await self._finish(spec, outcome)
+                    continue
+                except Exception:  # its commit failed: it is recorded as cut off, its worktree kept
+                    log.exception("worker_commit_failed", session_id=self.recorder.id, worker=spec.name)
+            self.recorder.record(WorkerFinished(
+                worker=spec.name, exit_reason="interrupted", branch=spec.branch,
+                message=f"{why}; nothing of it was committed: what it changed is in its worktree {spec.path}"[:500]))
+            log.info("worker_interrupted", session_id=self.recorder.id, worker=spec.name, why=why)
 
     async def _finish(self, spec: WorkerSpec, outcome: Any) -> str:
         """Commit a worker's worktree and record ``worker_finished``; its report line."""
         from . import commit_all
 
         reason = outcome.exit_reason if outcome else "error"
-        commit = await anyio.to_thread.run_sync(functools.partial(
-            commit_all, spec.path, f"musec worker {spec.name}: {spec.instruction[:60]}"))
-        self.recorder.record(WorkerFinished(worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
-                                            result=(outcome.result if outcome else "")[:2000],
-                                            message=(outcome.message if outcome else "")[:500]))
+        with anyio.CancelScope(shield=True):  # a commit made is recorded, even when the fan-out is being cancelled
+            commit = await anyio.to_thread.run_sync(functools.partial(
+                commit_all, spec.path, f"musec worker {spec.name}: {spec.instruction[:60]}"))
+            self.recorder.record(WorkerFinished(worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
+                                                result=(outcome.result if outcome else "")[:2000],
+                                                message=(outcome.message if outcome else "")[:500]))
         return (f"worker {spec.name}: {reason}{', committed ' + commit[:12] if commit else ', no changes'} on {spec.branch}"
                 + (f" — {outcome.result.strip()[:300]}" if outcome and outcome.result.strip() else ""))
 

@@ -1,0 +1,129 @@
+"""A fan-out cut short ends every worker it started (fresh-user F23/F25): the person's
+interrupt, or ``musec daemon stop``, in the middle of a fan-out recorded no
+``worker_finished`` for the workers it cut off, so ``musec workers``, the status line and
+a resumed session showed them running for ever. Each now ends ``interrupted``, saying
+why; what it changed stays in its worktree, uncommitted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from musec.client.status import SessionStatus
+from musec.daemon import protocol as p
+
+from tests.client.test_run_interrupt import _read_until
+from tests.conftest import BIN, Musec
+from tests.e2e.test_fanout import _repo
+
+HALF = "half done\n"
+
+
+def _script(tmp_path: Path) -> Path:
+    """Two workers: ``quick`` writes a file and stops; ``slow`` writes one, then runs a 60 s
+    command (where the cut lands)."""
+    tasks = [{"name": "quick", "instruction": "write a file"}, {"name": "slow", "instruction": "take long"}]
+    script = tmp_path / "cut.json"
+    script.write_text(json.dumps({
+        "turns": [[{"tool": "spawn_workers", "input": {"tasks": tasks}}], [{"text": "after"}]],
+        "agents": {
+            "worker:quick": {"turns": [[{"tool": "write_file", "input": {"path": "quick.txt", "content": "quick\n"}}],
+                                       [{"text": "wrote it"}]]},
+            "worker:slow": {"turns": [[{"tool": "write_file", "input": {"path": "slow.txt", "content": HALF}}],
+                                      [{"tool": "bash", "input": {"command": "sleep 60; echo slept"}}],
+                                      [{"text": "never"}]]},
+        },
+    }))
+    return script
+
+
+def _events(musec: Musec, sid: str) -> list[dict]:
+    return [json.loads(line) for line in musec("log", sid, "--json").stdout.splitlines()]
+
+
+def _until(conn, session_id: str, kind: str, agent: str = "") -> dict:
+    """Read the session's stream until an event of ``kind`` (of ``agent``, when given)."""
+    while True:
+        msg = conn.recv(60)
+        if isinstance(msg, p.Event) and msg.session_id == session_id:
+            ev = json.loads(msg.line)
+            if ev["type"] == kind and (not agent or ev["agent"] == agent):
+                return ev
+
+
+def _check_ended(musec: Musec, sid: str, why: str) -> dict[str, dict]:
+    """Every worker spawned has exactly one ``worker_finished``; ``slow`` was cut off with
+    ``why`` and its half-done file is still in its worktree, uncommitted. Returns the
+    ``worker_finished`` events by worker."""
+    events = _events(musec, sid)
+    spawned = [e["worker"] for e in events if e["type"] == "worker_spawned"]
+    finished = [e for e in events if e["type"] == "worker_finished"]
+    assert sorted(spawned) == ["quick", "slow"]
+    assert sorted(e["worker"] for e in finished) == sorted(spawned), finished
+    by_worker = {e["worker"]: e for e in finished}
+    slow = by_worker["slow"]
+    assert slow["exit_reason"] == "interrupted" and why in slow["message"], slow
+    assert slow["commit"] is None
+    tree = next(Path(e["path"]) for e in events if e["type"] == "worker_spawned" and e["worker"] == "slow")
+    assert (tree / "slow.txt").read_text() == HALF  # kept, not committed, not removed
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=tree, capture_output=True, text=True, env=musec.env)
+    assert "slow.txt" in status.stdout
+    # the quick worker either finished (committed) before the cut or was cut off too
+    assert by_worker["quick"]["exit_reason"] in ("finished", "interrupted")
+    # the status line's fold of the log sees no live worker
+    line = SessionStatus()
+    for ev in events:
+        line.fold(ev)
+    assert not line.workers, line.workers
+    return by_worker
+
+
+def test_an_interrupt_mid_fan_out_ends_its_workers(musec: Musec, connect, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    conn = connect()
+    conn.send(p.StartSession(id=conn.next_id(), workspace=str(repo), model=f"scripted:{_script(tmp_path)}", task="go",
+                             approval="auto", interactive=True, end_when_idle=False, sandbox="auto", agents=[]))
+    started = conn.recv(30)
+    assert isinstance(started, p.SessionStarted), started
+    sid = started.session_id
+    _until(conn, sid, "tool_started", agent="worker:slow")  # its write_file
+    call = _until(conn, sid, "tool_started", agent="worker:slow")
+    assert call["tool"] == "bash"
+    conn.send(p.Interrupt(id=conn.next_id(), session_id=sid))
+    assert _until(conn, sid, "turn_ended")["exit_reason"] == "interrupted"
+    _check_ended(musec, sid, "interrupted by the person")
+    # The session is still live: `musec workers` shows no worker running.
+    workers = {w["name"]: w for w in musec.json("workers", sid, "--json")["workers"]}
+    assert workers["slow"]["state"] == "interrupted", workers
+    assert "running" not in {w["state"] for w in workers.values()}, workers
+
+
+def test_a_daemon_stop_mid_fan_out_ends_its_workers(musec: Musec, connect, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    proc = subprocess.Popen([str(BIN / "musec"), "run", "--model", f"scripted:{_script(tmp_path)}", "--approval", "auto",
+                             "--agents", "none", "--output-format", "stream-json", "go"], cwd=repo, env=musec.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _read_until(proc.stdout, b"sleep 60")  # the slow worker's command runs
+        sid = musec.json("sessions", "--all", "--json")[0]["id"]
+        assert musec("daemon", "stop", timeout=60).returncode == 0
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    stopped = "the daemon was stopped (`musec daemon stop`) while it ran"
+    _check_ended(musec, sid, stopped)
+    events = _events(musec, sid)
+    assert events[-1]["type"] == "session_ended"
+    # Reopened (a new daemon), the session is live and idle: no worker shows as running,
+    # and none of the work is lost.
+    assert musec("daemon", "start").returncode == 0
+    conn = connect()
+    conn.send(p.ResumeSession(id=conn.next_id(), session_id=sid, interactive=True, end_when_idle=False))
+    assert isinstance(conn.recv(30), p.SessionStarted)
+    while not isinstance(msg := conn.recv(60), p.Idle):
+        assert not isinstance(msg, p.Error), msg
+    workers = {w["name"]: w for w in musec.json("workers", sid, "--json")["workers"]}
+    assert workers["slow"]["state"] == "interrupted", workers
+    assert "running" not in {w["state"] for w in workers.values()}, workers
+    assert musec("log", "verify", sid).returncode == 0
