@@ -221,9 +221,12 @@ def _settle(session: Session, state: ResumeState, req: p.ResumeSession, workspac
     if report.torn_bytes:
         session.record(evt.LogRepaired(torn_bytes=report.torn_bytes, torn_path=report.torn_path))
     cut = list(state.open_calls.values())
-    if state.fanout.pending and any(call.tool == "spawn_workers" for call in cut):
+    goes_on = bool(state.fanout.pending) and any(call.tool == "spawn_workers" for call in cut)
+    if goes_on:
         session.resume_fanout = (state.fanout.pending, state.fanout.pending_finished)
     interrupted = _answer_cut_calls(session, state, cut, workspace)
+    going = {ev.worker for ev in state.fanout.pending} if goes_on else set()
+    _end_cut_workers(session, [ev for ev in state.fanout.unfinished() if ev.worker not in going])
     settle_asked(session, state, mode_given=bool(req.approval))
     session.last_stop = state.last_stop
     if req.budget_usd:  # this run's spending from now on (the session's own cap is not kept)
@@ -260,6 +263,16 @@ def _answer_cut_calls(session: Session, state: ResumeState, cut: list[evt.ToolSt
                                        reason="the daemon stopped while it ran"))
         interrupted.append(call.call_id)
     return interrupted
+
+
+def _end_cut_workers(session: Session, workers: list[evt.WorkerSpawned]) -> None:
+    """End each worker a stop cut off without its ``worker_finished`` (a crash, or a log of
+    before fresh-user F23) as ``interrupted``, as a cut-off call is answered (rule 4): it is
+    not run again, and its worktree keeps what it changed, uncommitted."""
+    for ev in workers:
+        session.record(evt.WorkerFinished(
+            worker=ev.worker, exit_reason="interrupted", branch=ev.branch,
+            message=f"the daemon stopped while it ran; nothing of it was committed: what it changed is in its worktree {ev.path}"[:500]))
 
 
 def _note_switch(deps: AgentDeps, agent: Any, current: str) -> None:

@@ -29,6 +29,11 @@ class FanoutState:
     pending: list[evt.WorkerSpawned] = field(default_factory=list)
     pending_finished: set[str] = field(default_factory=set)
 
+    def unfinished(self) -> list[evt.WorkerSpawned]:
+        """The workers spawned that have no ``worker_finished``: running in a live fan-out,
+        else cut off by a stop that could not record their end (a crash)."""
+        return [ev for name, ev in self.spawned.items() if name not in self.finished]
+
     def apply(self, event: evt.AnyEvent) -> None:
         """Fold one event."""
         match event:
