@@ -638,6 +638,24 @@ class Session:
             with anyio.CancelScope(shield=True):
                 await self._finish(reason, result, message, write=not paused)
 
+    async def _resume_fanout(self) -> None:
+        """Go on with the fan-out a crash cut off, stopped like a turn: by an interrupt from
+        any terminal, or the session's end (its workers then end ``interrupted``). The person's
+        interrupt also stops the turn that was to follow it (``resume_turn``)."""
+        spawned, finished = self.resume_fanout or ([], set())
+        self.resume_fanout = None
+        try:
+            with anyio.CancelScope() as scope:
+                self._turn_scope = scope
+                self._cut_turn_reset()
+                if self._interrupt_next:
+                    scope.cancel()
+                await self.fanout.resume_from_log(spawned, finished)
+        finally:
+            self._turn_scope = None
+        if scope.cancelled_caught and not self.stop_cause:
+            self._interrupt_next = True
+
     async def _start_mcp(self, tg: anyio.abc.TaskGroup) -> None:
         """Start the MCP servers (they stop with the session's task group) and offer the
         tools of those that came up within their startup deadlines."""
@@ -728,9 +746,7 @@ class Session:
                 await agent.prepare()  # quick (the verifier's copy of the workspace), never a test run
             await self.lifecycle("SessionStart", {"source": "resume" if self.resumed_at_seq else "startup"})
             if self.resume_fanout is not None and self.fanout is not None:
-                spawned, finished = self.resume_fanout
-                self.resume_fanout = None
-                await self.fanout.resume_from_log(spawned, finished)
+                await self._resume_fanout()
             if self.compact_first is not None:  # ``musec compact`` of a session that was not live
                 reason, message = "finished", (await self._compact_first())[3]
                 return

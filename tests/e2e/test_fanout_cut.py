@@ -7,6 +7,7 @@ why; what it changed stays in its worktree, uncommitted."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 
@@ -165,3 +166,37 @@ def test_a_crash_in_a_resumed_fan_out_is_settled_on_the_next_resume(musec: Musec
     _check_ended(musec, sid, "the daemon stopped while it ran", workers=("slow",))
     assert musec("log", "verify", sid).returncode == 0
     assert musec.json("replay", sid, "--json")["ok"]
+
+
+def test_ctrl_c_stops_a_fan_out_a_resume_goes_on_with(musec: Musec, tmp_path: Path) -> None:
+    """A resume goes on with a fan-out a crash cut off before anything else; Ctrl-C of
+    ``musec run --resume`` could not stop it (it ran outside any turn), so the workers ran on."""
+    repo = _repo(tmp_path)
+    script = tmp_path / "crash.json"
+    script.write_text(json.dumps({
+        "turns": [[{"tool": "spawn_workers", "input": {"tasks": [{"name": "slow", "instruction": "take long"}]}}],
+                  [{"text": "after"}]],
+        "agents": {"worker:slow": {"turns": [
+            [{"tool": "write_file", "input": {"path": "slow.txt", "content": HALF}}],
+            [{"tool": "bash", "input": {"command": "echo started; sleep 60"}}],
+            [{"tool": "bash", "input": {"command": "echo again; sleep 60"}}],
+            [{"text": "never"}]]}},
+    }))
+    crashed = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "none", "go", cwd=repo,
+                    env={"MUSEC_CRASH_AT": "during_tool"})
+    assert crashed.returncode == 5, crashed.stdout + crashed.stderr
+    sid = crashed.stderr.split("musec run --resume ")[1].split("`")[0]
+    proc = subprocess.Popen([str(BIN / "musec"), "run", "--resume", sid, "--output-format", "stream-json"], cwd=repo,
+                            env=musec.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _read_until(proc.stdout, b"echo again; sleep 60")  # the resumed worker's command runs
+        proc.send_signal(signal.SIGINT)
+        out, errors = proc.communicate(timeout=40)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, out.decode() + errors.decode()
+    _check_ended(musec, sid, "interrupted by the person", workers=("slow",))
+    events = _events(musec, sid)
+    assert not [e for e in events if e["type"] == "integration"]
+    assert [e["exit_reason"] for e in events if e["type"] == "turn_ended"] == ["interrupted"]
+    assert musec("log", "verify", sid).returncode == 0
