@@ -94,6 +94,8 @@ def test_an_interrupt_mid_fan_out_ends_its_workers(musec: Musec, connect, tmp_pa
     conn.send(p.Interrupt(id=conn.next_id(), session_id=sid))
     assert _until(conn, sid, "turn_ended")["exit_reason"] == "interrupted"
     _check_ended(musec, sid, "interrupted by the person")
+    cut = [e for e in _events(musec, sid) if e["type"] == "tool_interrupted"]
+    assert {(e["agent"], e["tool"]) for e in cut} == {("main", "spawn_workers"), ("worker:slow", "bash")}, cut
     # The session is still live: `musec workers` shows no worker running.
     workers = {w["name"]: w for w in musec.json("workers", sid, "--json")["workers"]}
     assert workers["slow"]["state"] == "interrupted", workers
