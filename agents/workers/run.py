@@ -217,16 +217,23 @@ class FanOut:
             log.info("worker_interrupted", session_id=self.recorder.id, worker=spec.name, why=why)
 
     async def _finish(self, spec: WorkerSpec, outcome: Any) -> str:
-        """Commit a worker's worktree and record ``worker_finished``; its report line."""
-        from . import commit_all
+        """Commit a worker's worktree and record ``worker_finished``; its report line (a
+        commit refused, a merge left in progress in it, ends it in ``error``)."""
+        from . import WorkerError, commit_all
 
         reason = outcome.exit_reason if outcome else "error"
+        message, refused = (outcome.message if outcome else ""), ""
         with anyio.CancelScope(shield=True):  # a commit made is recorded, even when the fan-out is being cancelled
-            commit = await anyio.to_thread.run_sync(functools.partial(
-                commit_all, spec.path, f"musec worker {spec.name}: {spec.instruction[:60]}"))
+            try:
+                commit = await anyio.to_thread.run_sync(functools.partial(
+                    commit_all, spec.path, f"musec worker {spec.name}: {spec.instruction[:60]}"))
+            except WorkerError as exc:  # it ends all the same: its work stays in its worktree
+                commit, reason = None, "error"
+                message = refused = f"its changes could not be committed ({exc}); they are in its worktree {spec.path}"
             self.recorder.record(WorkerFinished(worker=spec.name, exit_reason=reason, commit=commit, branch=spec.branch,
-                                                result=(outcome.result if outcome else "")[:2000],
-                                                message=(outcome.message if outcome else "")[:500]))
+                                                result=(outcome.result if outcome else "")[:2000], message=message[:500]))
+        if refused:
+            return f"worker {spec.name}: error on {spec.branch} — {refused}"
         return (f"worker {spec.name}: {reason}{', committed ' + commit[:12] if commit else ', no changes'} on {spec.branch}"
                 + (f" — {outcome.result.strip()[:300]}" if outcome and outcome.result.strip() else ""))
 

@@ -202,3 +202,36 @@ def test_ctrl_c_stops_a_fan_out_a_resume_goes_on_with(musec: Musec, tmp_path: Pa
     assert not [e for e in events if e["type"] == "integration"]
     assert [e["exit_reason"] for e in events if e["type"] == "turn_ended"] == ["interrupted"]
     assert musec("log", "verify", sid).returncode == 0
+
+
+def test_a_worker_whose_work_cannot_be_committed_still_ends(musec: Musec, tmp_path: Path) -> None:
+    """A worker that leaves a conflict in its index cannot be committed: that error left the
+    fan-out and every worker after it with no ``worker_finished``; it now ends in error,
+    its work kept in its worktree, and the others are committed and integrated."""
+    repo = _repo(tmp_path)
+    conflict = ('b=$(git rev-parse HEAD:calc.py) && printf "100644 $b 1\\tx.py\\n100644 $b 2\\tx.py\\n100644 $b 3\\tx.py\\n"'
+                ' | git update-index --index-info && git ls-files -u')
+    tasks = [{"name": "tangled", "instruction": "leave a conflict"}, {"name": "quick", "instruction": "write a file"}]
+    script = tmp_path / "tangled.json"
+    script.write_text(json.dumps({
+        "turns": [[{"tool": "spawn_workers", "input": {"tasks": tasks}}],
+                  [{"expect_result": "worker tangled: error"}, {"text": "after"}]],
+        "agents": {
+            "worker:tangled": {"turns": [[{"tool": "write_file", "input": {"path": "slow.txt", "content": HALF}}],
+                                         [{"tool": "bash", "input": {"command": conflict}}],
+                                         [{"expect_result": "x.py"}, {"text": "tangled"}]]},
+            "worker:quick": {"turns": [[{"tool": "write_file", "input": {"path": "quick.txt", "content": "quick\n"}}],
+                                       [{"text": "wrote it"}]]},
+        },
+    }))
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--agents", "none",
+                 "--output-format", "json", "go", cwd=repo, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sid = json.loads(proc.stdout)["session_id"]
+    events = _events(musec, sid)
+    finished = {e["worker"]: e for e in events if e["type"] == "worker_finished"}
+    assert finished["tangled"]["exit_reason"] == "error" and "could not be committed" in finished["tangled"]["message"]
+    assert finished["quick"]["exit_reason"] == "finished" and finished["quick"]["commit"]
+    assert any(e["type"] == "integration" for e in events)
+    tree = next(Path(e["path"]) for e in events if e["type"] == "worker_spawned" and e["worker"] == "tangled")
+    assert (tree / "slow.txt").read_text() == HALF
