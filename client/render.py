@@ -366,16 +366,47 @@ class Renderer:
 
     @staticmethod
     def result_summary(ev: dict[str, Any]) -> str:
-        """A tool result in a few words: exit status and line count, or the error's first line."""
+        """A tool result in a few words: exit status and size, or the error's first line.
+
+        The size is the whole result's (a command's output, the file read, the files that
+        matched) and, when the model saw only part of it, how much it saw:
+        ``3,000,002 lines, the model saw 5,092`` (not the lines of the cut text alone:
+        fresh-user s8 H4)."""
         content = str(ev.get("content", ""))
         lines = content.splitlines()
-        if ev.get("timed_out"):
-            return f"timed out · {counted(len(lines), 'line')} of output"
-        if ev.get("is_error"):
+        if ev.get("is_error") and not ev.get("timed_out"):
             return "error: " + _short(lines[0] if lines else content, 100)
+        size = _result_size(ev, len(lines))
+        if ev.get("timed_out"):
+            return f"timed out · {size} of output"
         status = ev.get("exit_status")
         head = f"exit {_short(status, 12)} · " if status is not None else ""
-        return f"{head}{counted(len(lines), 'line')}"
+        return f"{head}{size}"
+
+
+def _count(ev: dict[str, Any], key: str) -> int | None:
+    value = ev.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _result_size(ev: dict[str, Any], seen: int) -> str:
+    """``N lines``, or, when the model saw part of the result, ``WHOLE lines, the model saw
+    N`` (``over WHOLE lines (SIZE)`` when only a floor is known); a log older than those
+    counts says the bytes of the whole result kept as a blob instead."""
+    whole, produced = _count(ev, "whole_lines"), _count(ev, "whole_bytes")
+    if whole is not None:
+        size = ("over " if ev.get("whole_lines_at_least") else "") + _lines(whole)
+        if produced is not None and ev.get("whole_lines_at_least"):
+            size += f" ({_size(produced)})"
+        return f"{size}, the model saw {seen:,}"
+    kept = _count(ev, "full_bytes")
+    if kept is not None and ev.get("blob"):  # an older log: the whole result's bytes only
+        return f"{_size(kept)}, the model saw {_lines(seen)}"
+    return _lines(seen)
+
+
+def _lines(n: int) -> str:
+    return f"{n:,} line" + ("" if n == 1 else "s")
 
 
 def attachment_lines(ev: dict[str, Any]) -> list[str]:
