@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from .calls import CallHeads, call_summary
 from .calls import short as _short
 from .output import counted, cut, safe
+from .streaming import PLAIN_AFTER_CHARS, MarkdownStream, Raw, plain_words
 from .words import answer_words, goal_words, hook_words, interrupted_words, interrupter_words
 
 __all__ = ["Renderer", "attachment_lines", "goal_words", "hook_words", "interrupted_words", "log_line_summary"]
@@ -342,8 +343,17 @@ class Renderer:
 
         if prefix:
             self.console.print(Text.from_ansi(prefix.rstrip()))
+        rest = ""
+        if len(text) > PLAIN_AFTER_CHARS:  # as a streamed one: its blocks up to the limit rendered, the rest plain
+            stream = MarkdownStream()
+            stream.feed(text[:PLAIN_AFTER_CHARS])
+            text, rest = text[:stream.done], text[stream.done:]
         # No hyperlinks: a link's target would be hidden behind text the model chose.
-        self.console.print(Markdown(text, code_theme="monokai", hyperlinks=False))
+        if text.strip():
+            self.console.print(Markdown(text, code_theme="monokai", hyperlinks=False))
+        if rest:
+            self.console.print(Text(plain_words(), style="dim"))
+            self.console.print(Raw(rest.rstrip("\n") + "\n"), end="", crop=False)
 
     def show_diff(self, diff: str) -> None:
         """A diff before an approval question: coloured when rich, else plain, cleaned."""
