@@ -619,10 +619,17 @@ class Agent:
                                       after_sha256=edit.after_sha256, diff=edit.diff))
         full = output.full_output
         blob = self._store_blob(full) if full is not None else None
+        # The size of what the tool produced in all, when the model sees only part of it.
+        whole_lines, at_least, whole_bytes = output.whole_lines, output.whole_lines_at_least, None
+        if full is not None:  # capped by the tool: the blob keeps the stream (its head and tail past the memory cap)
+            kept = Whole.of_blob(output.produced_bytes or len(full), full)
+            whole_lines, at_least, whole_bytes = kept.kept_lines, kept.kept_bytes < kept.produced_bytes, kept.produced_bytes
         if over_budget(output.content, self.context_config.tool_output_tokens):
             if full is None:  # the whole text is kept as a blob the model may read
                 full = output.content.encode("utf-8", "surrogateescape")
                 blob = self._store_blob(full)
+                if whole_lines is None:
+                    whole_lines = len(output.content.splitlines())
             output = self._fit_to_budget(call, output, str(blob), full if output.full_output is not None else None)
         elif full is not None and blob is not None:  # capped by the tool itself: say where the rest is
             output = msgspec.structs.replace(output, content=output.content + kept_note(
@@ -635,6 +642,9 @@ class Agent:
             full_bytes=len(full) if full is not None else ev.UNSET,
             exit_status=output.exit_status if output.exit_status is not None else ev.UNSET,
             timed_out=True if output.timed_out else ev.UNSET,
+            whole_lines=whole_lines if whole_lines is not None else ev.UNSET,
+            whole_lines_at_least=True if whole_lines is not None and at_least else ev.UNSET,
+            whole_bytes=whole_bytes if whole_bytes is not None else ev.UNSET,
         ))
 
     def _blob_where(self, blob: str) -> str:

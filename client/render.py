@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from .calls import CallHeads, call_summary
 from .calls import short as _short
 from .output import counted, cut, safe
+from .streaming import PLAIN_AFTER_CHARS, MarkdownStream, Raw, plain_words
 from .words import answer_words, goal_words, hook_words, interrupted_words, interrupter_words
 
 __all__ = ["Renderer", "attachment_lines", "goal_words", "hook_words", "interrupted_words", "log_line_summary"]
@@ -342,8 +343,17 @@ class Renderer:
 
         if prefix:
             self.console.print(Text.from_ansi(prefix.rstrip()))
+        rest = ""
+        if len(text) > PLAIN_AFTER_CHARS:  # as a streamed one: its blocks up to the limit rendered, the rest plain
+            stream = MarkdownStream()
+            stream.feed(text[:PLAIN_AFTER_CHARS])
+            text, rest = text[:stream.done], text[stream.done:]
         # No hyperlinks: a link's target would be hidden behind text the model chose.
-        self.console.print(Markdown(text, code_theme="monokai", hyperlinks=False))
+        if text.strip():
+            self.console.print(Markdown(text, code_theme="monokai", hyperlinks=False))
+        if rest:
+            self.console.print(Text(plain_words(), style="dim"))
+            self.console.print(Raw(rest.rstrip("\n") + "\n"), end="", crop=False)
 
     def show_diff(self, diff: str) -> None:
         """A diff before an approval question: coloured when rich, else plain, cleaned."""
@@ -366,16 +376,47 @@ class Renderer:
 
     @staticmethod
     def result_summary(ev: dict[str, Any]) -> str:
-        """A tool result in a few words: exit status and line count, or the error's first line."""
+        """A tool result in a few words: exit status and size, or the error's first line.
+
+        The size is the whole result's (a command's output, the file read, the files that
+        matched) and, when the model saw only part of it, how much it saw:
+        ``3,000,002 lines, the model saw 5,092`` (not the lines of the cut text alone:
+        fresh-user s8 H4)."""
         content = str(ev.get("content", ""))
         lines = content.splitlines()
-        if ev.get("timed_out"):
-            return f"timed out · {counted(len(lines), 'line')} of output"
-        if ev.get("is_error"):
+        if ev.get("is_error") and not ev.get("timed_out"):
             return "error: " + _short(lines[0] if lines else content, 100)
+        size = _result_size(ev, len(lines))
+        if ev.get("timed_out"):
+            return f"timed out · {size} of output"
         status = ev.get("exit_status")
         head = f"exit {_short(status, 12)} · " if status is not None else ""
-        return f"{head}{counted(len(lines), 'line')}"
+        return f"{head}{size}"
+
+
+def _count(ev: dict[str, Any], key: str) -> int | None:
+    value = ev.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _result_size(ev: dict[str, Any], seen: int) -> str:
+    """``N lines``, or, when the model saw part of the result, ``WHOLE lines, the model saw
+    N`` (``over WHOLE lines (SIZE)`` when only a floor is known); a log older than those
+    counts says the bytes of the whole result kept as a blob instead."""
+    whole, produced = _count(ev, "whole_lines"), _count(ev, "whole_bytes")
+    if whole is not None:
+        size = ("over " if ev.get("whole_lines_at_least") else "") + _lines(whole)
+        if produced is not None and ev.get("whole_lines_at_least"):
+            size += f" ({_size(produced)})"
+        return f"{size}, the model saw {seen:,}"
+    kept = _count(ev, "full_bytes")
+    if kept is not None and ev.get("blob"):  # an older log: the whole result's bytes only
+        return f"{_size(kept)}, the model saw {_lines(seen)}"
+    return _lines(seen)
+
+
+def _lines(n: int) -> str:
+    return f"{n:,} line" + ("" if n == 1 else "s")
 
 
 def attachment_lines(ev: dict[str, Any]) -> list[str]:

@@ -9,6 +9,12 @@ class DaemonError(Exception):
     code = "daemon_error"
 
 
+class ClientGone(Exception):
+    """The client closed its connection while the daemon was answering it (``musec log ID |
+    head`` closes its pipe early, a terminal is closed): a normal end, never logged as a
+    failure. Not a ``DaemonError``: there is no one left to answer."""
+
+
 class DaemonAlreadyRunning(DaemonError):
     code = "daemon_already_running"
 

@@ -24,7 +24,7 @@ from musec.agents.core.events import IntegrationApplied
 from musec.agents.core.words import counted
 
 from . import protocol as p
-from .errors import BadRequest, DaemonError
+from .errors import BadRequest, ClientGone, DaemonError
 from .host import SessionHost
 from .logstream import event_batches, send_log
 from .memory import quiet_collector, release_memory
@@ -82,12 +82,26 @@ class Connection:
         await self.send_bytes(p.encode_fitted(msg))
 
     async def send_bytes(self, frames: bytes) -> None:
-        """Write whole encoded frames (never interleaved with another sender's)."""
+        """Write whole encoded frames (never interleaved with another sender's).
+
+        Raises:
+            ClientGone: the client closed the connection.
+        """
         async with self.send_lock:
-            await self.conn.send(frames)
+            try:
+                await self.conn.send(frames)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError) as exc:
+                raise ClientGone(f"{self.name} closed the connection") from exc
 
     async def run(self) -> None:
-        """Serve the connection until the client goes or breaks the protocol."""
+        """Serve the connection until the client goes or breaks the protocol; a client
+        that goes while it is answered (``ClientGone``) ends it quietly."""
+        try:
+            await self._serve()
+        except* ClientGone:
+            log.info("client_gone", client=self.name)  # a reader that closed early (`musec log ID | head`): normal
+
+    async def _serve(self) -> None:
         raw = self.conn.extra(anyio.abc.SocketAttribute.raw_socket)
         uid = peer_uid(raw)
         if uid is not None and uid != os.getuid():
@@ -150,6 +164,8 @@ class Connection:
         """Handle one request; a failure is answered with an ``Error``, never raised."""
         try:
             await self.handle(msg)
+        except ClientGone:
+            raise
         except p.FrameError as exc:
             await self.send(_too_large(getattr(msg, "id", 0), type(msg).__name__, exc))
         except DaemonError as exc:
@@ -383,7 +399,7 @@ class Connection:
                         await self.send(_too_large(sub.request_id, type(msg).__name__, exc, session.id))
             if sub.cut_off:
                 await self.send(p.Resync(id=sub.request_id, session_id=session.id, last_seq=sub.last_seq))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
+        except (ClientGone, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
             pass
         finally:
             session.detach(sub)

@@ -33,6 +33,7 @@ SMALL: dict[str, list[str]] = {
     "peers_per_turn.py": ["--turns", "3", "--rounds", "1", "--only", "musec,musec-nosandbox"],
     "prefix_stability.py": ["--turns", "3", "--output-bytes", "100"],
     "resume_large_log.py": ["--mib", "1", "--pairs", "1"],
+    "stream_render.py": ["--sizes", "2000,90000", "--shapes", "paragraphs,line", "--pairs", "1"],
     "spawn_cost.py": ["--calls", "2", "--rounds", "1", "--large-mib", "20"],
     "worktrees.py": ["--files", "50", "--workers", "2", "--rounds", "1", "--dir", "{tmp}"],
 }

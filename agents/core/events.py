@@ -410,6 +410,10 @@ class ToolFinished(Event, frozen=True, tag="tool_finished"):
     carries the ``rule`` and ``source`` that refused it; a call that ran
     carries ``duration_s`` and, as they apply, the ``blob`` (sha256 hex) and ``full_bytes``
     of an output too large to keep inline, the command's ``exit_status`` and ``timed_out``.
+    When the model saw only part of the tool's result (cut by the tool or to the budget),
+    ``whole_lines`` counts the lines of the whole (``whole_lines_at_least``: a floor, the
+    rest was not kept or not read) and ``whole_bytes`` the bytes a command produced: the
+    terminal shows the real size beside what the model saw (fresh-user s8 H4).
     """
 
     call_id: str
@@ -424,6 +428,9 @@ class ToolFinished(Event, frozen=True, tag="tool_finished"):
     full_bytes: int | UnsetType = UNSET
     exit_status: int | None | UnsetType = UNSET
     timed_out: bool | UnsetType = UNSET
+    whole_lines: int | UnsetType = UNSET
+    whole_lines_at_least: bool | UnsetType = UNSET
+    whole_bytes: int | UnsetType = UNSET
 
 
 class ToolResultsCleared(Event, frozen=True, tag="tool_results_cleared"):

@@ -59,7 +59,11 @@ class ToolOutput(msgspec.Struct, frozen=True):
     ``content`` is what the model sees. ``full_output`` (bytes) is the untruncated output
     when ``content`` was capped; the caller stores it as a blob. ``produced_bytes`` is how
     many bytes the tool produced in all, when that is more than ``full_output`` holds
-    (a command's stream past what is kept in memory; ``None``: ``full_output`` is whole). ``content`` is made
+    (a command's stream past what is kept in memory; ``None``: ``full_output`` is whole).
+    ``whole_lines`` is how many lines the tool's whole result has when ``content`` shows
+    only part of it and ``full_output`` does not hold the rest (a file read in a window:
+    the file's lines; glob: the files that matched); ``whole_lines_at_least`` when that
+    count is a floor (a search stopped early). ``content`` is made
     encodable on creation (``printable``). ``exit_status`` is the
     process exit status for ``bash`` (negative: killed by that signal), else ``None``.
     """
@@ -71,6 +75,8 @@ class ToolOutput(msgspec.Struct, frozen=True):
     full_output: bytes | None = None
     timed_out: bool = False
     produced_bytes: int | None = None
+    whole_lines: int | None = None
+    whole_lines_at_least: bool = False
 
     def __post_init__(self) -> None:
         # Outside text (file names, command output) must reach the log and the wire

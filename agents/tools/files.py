@@ -232,6 +232,7 @@ def _numbered_window(lines: Iterable[str], offset: int, total: int) -> ToolOutpu
             f"[output truncated: showed lines {offset}-{last} of {total}; "
             f"pass offset={last + 1} to read on]\n"
         )
+        return ToolOutput(content=out, whole_lines=total)
     return ToolOutput(content=out)
 
 

@@ -193,8 +193,11 @@ class GlobTool:
         out = "\n".join(shown) + "\n"
         if len(stamped) > len(shown):
             out += f"[showed the {len(shown)} newest of {len(stamped)} files; narrow the pattern or path]\n"
-        if len(listed) >= MAX_GLOB_SCANNED:
+        stopped = len(listed) >= MAX_GLOB_SCANNED
+        if stopped:
             out += f"[stopped looking after {MAX_GLOB_SCANNED} files; give a narrower path]\n"
+        if stopped or len(stamped) > len(shown):  # the model sees part: the terminal says of how many
+            return ToolOutput(content=out, whole_lines=len(stamped), whole_lines_at_least=stopped)
         return ToolOutput(content=out)
 
 
@@ -293,6 +296,8 @@ class GrepTool:
             return ToolOutput(
                 content=text
                 + f"[output capped at {cap} bytes; narrow the pattern, path or glob]\n",
+                whole_lines=raw.count(b"\n"),  # the matching lines read before stopping: a floor
+                whole_lines_at_least=True,
             )
         failure = _rg_failure(done.exit_status, raw, bytes(errors))
         if failure:
