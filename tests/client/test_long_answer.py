@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -64,19 +63,19 @@ def test_a_long_answer_not_streamed_here_is_shown_the_same_way() -> None:
     assert note and "**bold**" not in head and rest.count("**bold**") > 100 and "THE END OF IT" in rest
 
 
-def test_streaming_a_megabyte_costs_about_what_printing_it_does() -> None:
+def test_a_megabyte_streamed_through_the_live_area_is_shown_to_its_end() -> None:
+    # Its cost is bench/stream_render.py's (no timed tests); pytest's timeout catches a return
+    # to one render per block per draw, which took minutes here.
     text = _answer(1_000_000)
     out = Terminal()
     renderer = Renderer(out=out, color=True, rich=True)  # rich on a terminal: the live area, the spinner
-    t0 = time.perf_counter()
     renderer.start_wait()
     for i in range(0, len(text), 40):
         renderer.delta(text[i:i + 40])
     renderer.event({"type": "model_response", "agent": "main", "content": [{"type": "text", "text": text}]})
     renderer.stop_wait(turn_over=True)
-    took_s = time.perf_counter() - t0
-    assert "THE END OF IT" in out.getvalue()
-    assert took_s < 20, f"{took_s:.1f} s to stream 1 MB (it took minutes when each block was rendered)"
+    shown = out.getvalue()
+    assert "THE END OF IT" in shown and "the rest as plain text" in shown
 
 
 @pytest.mark.slow
