@@ -4,7 +4,10 @@ Setup installs musec into the task environment from the wheel of the version Har
 running (built once per Harbor process from an editable checkout, or ``musec==VERSION``
 from the package index otherwise; ``--ak wheel=PATH`` gives a wheel, ``--ak
 wheelhouse=DIR`` a folder of wheels for environments without a package index). It needs a
-Python >= 3.11 in the environment, or ``uv`` (or the network to fetch it) to get one.
+Python >= 3.11 in the environment, or ``uv`` (or the network to fetch it) to get one. In
+the bwrap environment, whose trials all run the host's Python, it is installed with pip in
+the first trial and that install copied into the later ones (``musec-install.txt`` in the
+trial's agent logs says which).
 
 The run is ``musec run --model M --approval auto --output-format stream-json`` with the
 instruction on stdin, in the task's working directory, with musec's whole state
@@ -105,6 +108,8 @@ class MusecAgent(BaseInstalledAgent):
                                            base_url_destination_names=dict(_URL_VAR))
     options_model = MusecOptions
     _wheel_cache: ClassVar[dict[str, Path]] = {}
+    _install_cache: ClassVar[dict[str, Path]] = {}  # install script -> a bwrap trial's AGENT_ROOT, copied
+    _install_locks: ClassVar[dict[str, asyncio.Lock]] = {}
     _wheel_lock: ClassVar[asyncio.Lock | None] = None
 
     @staticmethod
@@ -145,7 +150,38 @@ class MusecAgent(BaseInstalledAgent):
             house = await self._wheelhouse(environment, wheel or spec)
             await environment.upload_dir(house, "/installed-agent/wheelhouse")
         index = "--no-index --find-links /installed-agent/wheelhouse" if offline else ""
-        await self.exec_as_root(environment, _install_script(spec, index), timeout_sec=900)
+        script = _install_script(spec, index)
+        if _host_root(environment) is None:
+            await self.exec_as_root(environment, script, timeout_sec=900)
+        else:
+            await self._install_once(environment, script)
+
+    async def _install_once(self, environment: BaseEnvironment, script: str) -> None:
+        """Install into the first trial of the bwrap environment, then copy that install into
+        the next ones: every bwrap trial runs the host's own Python and system folders, so
+        the venv at ``AGENT_ROOT`` built for one is the one pip would build for each (a
+        pip install of musec and its dependencies: 20-30 s a trial on 2 cores). A copy, not
+        links: what a trial's agent changes there stays in its trial."""
+        lock = MusecAgent._install_locks.setdefault(script, asyncio.Lock())  # one install per script at a time
+        async with lock:
+            cached = MusecAgent._install_cache.get(script)
+            target = _host_root(environment)
+            assert target is not None
+            if cached is None:
+                await self.exec_as_root(environment, script, timeout_sec=900)
+                cached = _scratch_dir("musec-installed-") / "musec"
+                await asyncio.to_thread(shutil.copytree, target, cached, symlinks=True)
+                MusecAgent._install_cache[script] = cached
+                self._note_install("installed with pip")
+                return
+        await asyncio.to_thread(shutil.copytree, cached, target, symlinks=True, dirs_exist_ok=True)
+        await self.exec_as_root(environment, f"{AGENT_ROOT}/bin/musec --version")
+        self._note_install("copied from an earlier trial's install (same host Python)")
+
+    def _note_install(self, how: str) -> None:
+        """Say in the trial's agent logs (``musec-install.txt``) how musec came to be installed."""
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        (self.logs_dir / "musec-install.txt").write_text(f"musec {how}\n", encoding="utf-8")
 
     async def _wheelhouse(self, environment: BaseEnvironment, what: Path | str) -> Path:
         probe = await environment.exec(_FIND_PYTHON + '"$py" -c "' + _TAGS_PY + '"')
@@ -287,6 +323,14 @@ def _scratch_dir(prefix: str) -> Path:
     out = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, out, True)
     return out
+
+
+def _host_root(environment: BaseEnvironment) -> Path | None:
+    """Where ``AGENT_ROOT`` of a bwrap trial lies on the host; ``None`` for other environments
+    (a container's Python may differ from trial to trial: each installs its own)."""
+    from .environment import BwrapEnvironment
+
+    return environment.host_path(AGENT_ROOT) if isinstance(environment, BwrapEnvironment) else None
 
 
 def _build_wheel(source: Path) -> Path:

@@ -101,6 +101,12 @@ def test_task_set_scripted_rewards_trajectories_and_concurrency(harbor_venv: Pat
     subagents = json.loads((fan / "trajectory.json").read_text())["subagent_trajectories"]
     assert sorted(t["trajectory_id"] for t in subagents) == ["worker:stats", "worker:units"]
     assert "fast-forward" in (fan / "musec-apply.txt").read_text()
+    # The bwrap trials share one host Python: musec was installed with pip once per install
+    # script (the offline task gets its own) and copied into the other trials.
+    installs = [(tmp_path / "jobs" / "set" / t["trial_name"] / "agent" / "musec-install.txt").read_text()
+                for t in trials.values()]
+    assert sum("installed with pip" in text for text in installs) == 2, installs
+    assert sum("copied from an earlier trial" in text for text in installs) == len(tasks) - 2, installs
     # Trials ran concurrently: some two overlap in time.
     spans = sorted(_interval(t) for t in trials.values())
     assert any(spans[i + 1][0] < spans[i][1] for i in range(len(spans) - 1)), spans
