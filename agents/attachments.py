@@ -173,25 +173,27 @@ def _attach(raw: str, ctx: ToolContext, policy: Any, mode: str, budget_tokens: i
         if not path.is_file():
             return refused("not a regular file")
         size = path.stat().st_size
-        kind, content = _file_text(path, size, shown, budget_tokens)
+        kind, content, partial = _file_text(path, size, shown, budget_tokens)
     except OSError as exc:
         return refused(f"could not be read: {exc.strerror or exc}")
-    return Attachment(path=shown, kind=kind, size_bytes=size, content=printable(content))
+    return Attachment(path=shown, kind=kind, size_bytes=size, content=printable(content), partial=partial)
 
 
-def _file_text(path: Path, size: int, shown: str, budget_tokens: int) -> tuple[str, str]:
-    """``(kind, content)`` of a regular file: its text (cut to the budget), or a binary note."""
+def _file_text(path: Path, size: int, shown: str, budget_tokens: int) -> tuple[str, str, bool]:
+    """``(kind, content, partial)`` of a regular file: its text (cut to the budget: then
+    ``partial``), or a binary note."""
     with open(path, "rb") as f:
         if size <= WHOLE_READ_BYTES:
             data = f.read(WHOLE_READ_BYTES + 1)
             if looks_binary(data):
-                return "binary", _binary_note(shown, size)
+                return "binary", _binary_note(shown, size), False
             text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-            return "file", fit_attachment(text, budget_tokens, path=shown)
+            fitted = fit_attachment(text, budget_tokens, path=shown)
+            return "file", fitted, fitted is not text
         half = int(budget_tokens * 3) // 2  # characters, as budget.fit_attachment counts them
         head = f.read(half)
         if looks_binary(head):
-            return "binary", _binary_note(shown, size)
+            return "binary", _binary_note(shown, size), False
         f.seek(max(size - half, 0))
         tail = f.read(half)
     head_text = head.decode("utf-8", errors="replace").removeprefix("\ufeff")
@@ -203,7 +205,7 @@ def _file_text(path: Path, size: int, shown: str, budget_tokens: int) -> tuple[s
             f"of one attachment. Shown: its first {head_lines:,} lines and its last {tail_text.count(chr(10)):,}. "
             f"Read the rest with read_file(path={shown!r}, offset={head_lines + 1}, limit=...), or search it with "
             f"grep(pattern=..., path={shown!r}).]\n")
-    return "file", head_text + note + tail_text
+    return "file", head_text + note + tail_text, True
 
 
 def _binary_note(shown: str, size: int) -> str:

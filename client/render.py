@@ -273,9 +273,11 @@ class Renderer:
             self._line(self._c("33", f"(approval mode {_s(ev, 'approval')}, was {_s(ev, 'previous')})"))
         elif kind == "model_retry":
             why = _s(ev, "error").splitlines()[0] if _s(ev, "error") else f"status {_s(ev, 'status')}"
+            shown = self._streamed  # a live text stream showed the attempt's text
             if agent == "main" and self._area is not None and self._area.streaming:
+                shown = True
                 self._area.finish()  # the attempt's text as it came; the next attempt streams afresh
-            dropped = " (the text streamed above is dropped)" if ev.get("discarded_output_chars") else ""
+            dropped = " (the text streamed above is dropped)" if ev.get("discarded_output_chars") and shown else ""
             self._line(prefix + self._c("33", f"  retrying the model call ({_s(ev, 'attempt')}/{_s(ev, 'max_attempts')}) "
                                               f"in {_s(ev, 'delay_s')} s: {_short(why, 100)}{dropped}"))
         elif kind == "rate_limited":
@@ -435,6 +437,7 @@ def attachment_lines(ev: dict[str, Any]) -> list[str]:
         else:
             size = a.get("size_bytes", 0)
             words = _size(size if isinstance(size, int) else 0) + (", binary: not inlined" if kind == "binary" else "")
+            words += "; its head and tail only: over the budget" if a.get("partial") is True else ""
             out.append(f"⎘ @{path} attached ({words})")
     return [_short(line, 160) for line in out]
 

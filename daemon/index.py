@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from musec.agents.core.events import IntegrationApplied, SessionEnded, SessionStarted, UserMessage
+from musec.agents.core.events import GoalSet, IntegrationApplied, SessionEnded, SessionStarted, UserMessage
 
 from . import protocol as p
 from .errors import SessionNotFound
@@ -127,7 +127,8 @@ def _read_entry(path: Path, mtime: float) -> _Entry:
 
 
 def _first_task(path: Path) -> str:
-    """The title of a session started before its first task: that task's first line."""
+    """The title of a session started before its first task: that task's first line (a
+    goal's condition, ``goal: ...``, when the goal came first)."""
     with open(path, "rb") as f:
         for _, line in zip(range(8), f, strict=False):
             ev = try_decode(line)
@@ -135,4 +136,6 @@ def _first_task(path: Path) -> str:
                 return ""
             if isinstance(ev, UserMessage) and ev.agent == "main":
                 return ev.text.strip().splitlines()[0][:80] if ev.text.strip() else ""
+            if isinstance(ev, GoalSet) and ev.condition.strip():  # ``musec run --goal G`` with no task
+                return ("goal: " + ev.condition.strip().splitlines()[0])[:80]
     return ""

@@ -179,6 +179,7 @@ class Attachment(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         content: what the model sees of it: the text, cut to head and tail around a note
             when over the tool-output budget; a directory's listing; a binary file's note.
         refused: why nothing was attached (one line, for the person; the model sees none).
+        partial: ``content`` is the file's head and tail only (it was over the budget).
     """
 
     path: str
@@ -186,6 +187,7 @@ class Attachment(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     size_bytes: int = 0
     content: str = ""
     refused: str = ""
+    partial: bool = False
 
 
 class UserMessage(Event, frozen=True, tag="user_message"):

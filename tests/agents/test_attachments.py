@@ -107,6 +107,10 @@ def test_a_file_over_the_budget_is_attached_as_head_and_tail_with_a_note(tmp_pat
     assert a.content.startswith("line 1\n") and a.content.endswith("line 5000\n")
     assert "line 2500\n" not in a.content and len(a.content) < 1200
     assert "read_file(path='big.log', offset=" in a.content and a.size_bytes == (tmp_path / "big.log").stat().st_size
+    assert a.partial  # the person is told only its ends went (fresh-user s8 J12)
+    (tmp_path / "small.log").write_text("line 1\n")
+    [whole] = _read(tmp_path, "why @small.log", budget=200)
+    assert not whole.partial and whole.content == "line 1\n"
 
 
 def test_a_file_over_read_files_cap_attaches_its_ends(tmp_path: Path) -> None:
@@ -114,6 +118,7 @@ def test_a_file_over_read_files_cap_attaches_its_ends(tmp_path: Path) -> None:
         f.write("first\n" + "middle line\n" * 300_000 + "last\n")
     [a] = _read(tmp_path, "@huge.txt", budget=100)
     assert a.content.startswith("first\n") and a.content.endswith("last\n") and "grep(pattern=..., path='huge.txt')" in a.content
+    assert a.partial
 
 
 def test_too_many_mentions_are_refused_past_the_cap(tmp_path: Path) -> None:

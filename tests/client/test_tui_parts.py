@@ -67,13 +67,15 @@ def test_an_attachment_is_shown_by_path_and_size_never_its_content() -> None:
         {"path": "a.py", "size_bytes": 2048, "content": "SECRET_CONTENT = 1\n"},
         {"path": "b.bin", "kind": "binary", "size_bytes": 12, "content": "(b.bin is a binary file ...)"},
         {"path": "src/", "kind": "directory", "content": "src/x.py\n"},
-        {"path": ".env", "kind": "refused", "refused": "the user rule deny read(.env) forbids reading it"}]})
+        {"path": ".env", "kind": "refused", "refused": "the user rule deny read(.env) forbids reading it"},
+        {"path": "huge.log", "size_bytes": 90 * 2**20, "content": "head\n[...]\ntail\n", "partial": True}]})
     lines = [ln.strip() for ln in r.out.getvalue().splitlines()]
     assert lines == ["⎘ @a.py attached (2.0 KiB)", "⎘ @b.bin attached (12 bytes, binary: not inlined)",
                      "⎘ @src/ attached (directory listing)",
-                     "⎘ @.env not attached: the user rule deny read(.env) forbids reading it"]
+                     "⎘ @.env not attached: the user rule deny read(.env) forbids reading it",
+                     "⎘ @huge.log attached (90.0 MiB; its head and tail only: over the budget)"]
     r.event({"type": "user_message", "text": "no mention"})  # nothing shown for a plain message
-    assert "SECRET_CONTENT" not in r.out.getvalue() and len(r.out.getvalue().splitlines()) == 4
+    assert "SECRET_CONTENT" not in r.out.getvalue() and len(r.out.getvalue().splitlines()) == 5
 
 
 def test_a_completed_path_is_quoted_when_it_holds_a_space() -> None:
@@ -129,3 +131,19 @@ def test_plan_feedback_is_shown_as_the_persons_words_without_musecs_wrapping() -
     r.event({"type": "user_message", "agent": "main",
              "text": "[the person did not approve the plan; keep planning] check the docs too"}, backlog=True)
     assert r.out.getvalue().splitlines() == ["› check the docs too  (your feedback on the plan)"]
+
+
+def test_a_retry_says_streamed_text_is_dropped_only_where_it_was_shown() -> None:
+    # fresh-user s8 J12: `musec run` into a pipe shows no partial text, so nothing "above" is dropped.
+    retry = {"type": "model_retry", "agent": "main", "attempt": 1, "max_attempts": 4, "delay_s": 0.5,
+             "error": "the stream ended before finish_reason", "discarded_output_chars": 120}
+    piped = Renderer(io.StringIO(), color=False)
+    piped.delta("partial answer")
+    piped.event(retry)
+    assert "partial answer" not in piped.out.getvalue() and "retrying the model call (1/4)" in piped.out.getvalue()
+    assert "dropped" not in piped.out.getvalue()
+    live = Renderer(io.StringIO(), color=False)
+    live.live_text = True  # a terminal: the text streams as it comes
+    live.delta("partial answer")
+    live.event(retry)
+    assert "partial answer" in live.out.getvalue() and "(the text streamed above is dropped)" in live.out.getvalue()

@@ -90,6 +90,9 @@ def test_the_first_done_is_rejected_by_the_check_and_the_second_passes(musec: Mu
     assert [e["agent"] for e in events if e["type"] == "model_request"] == ["main", "main", "main", "evaluator"]
     replay = _replays(musec, result["session_id"])
     assert replay["model_requests"] == 4  # three of the working agent, one of the evaluator
+    # A session started by its goal, with no task, is listed by it (fresh-user s8 J12: no title).
+    listed = musec.json("sessions", "--json", cwd=buggy_repo)
+    assert [s["title"] for s in listed if s["id"] == result["session_id"]] == [f"goal: {CONDITION}"[:80]]
 
 
 def test_a_goal_whose_budget_runs_out_ends_budget_limited_with_a_summary(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
