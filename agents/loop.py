@@ -241,6 +241,17 @@ class Agent:
         meter.provider = meter.provider or self.provider.name
         return meter.measure(self.system_prompt, [t.spec for t in self.tools.values()], self.history.messages)
 
+    def follow_mode(self, mode: str) -> None:
+        """Work under the approval mode ``mode`` from the next tool call on: the mode the
+        calls are decided by and the sandbox profile commands run under (a switch from
+        ``read-only`` to ``auto`` makes the workspace writable to commands, and back)."""
+        import msgspec
+
+        from .approval import sandbox_profile
+
+        self.approval_mode = mode
+        self.ctx.sandbox = msgspec.structs.replace(self.ctx.sandbox, profile=sandbox_profile(mode))
+
     def switch_model(self, provider: Provider, *, model: str, window_tokens: int | None,
                      cost_of: Callable[[Any], float] | None, by: str) -> None:
         """Go on with ``provider`` from the next request (issue 12 part 7): the history is

@@ -169,8 +169,10 @@ def ask_approval(ev: dict[str, Any], conn: Connection | None = None,
         else:
             for line in safe(preview).splitlines():
                 out(f"    {line}")
+    agent = str(ev.get("agent") or "")  # two workers may ask the same: the question says whose it is (s8 J12)
+    whose = f" for worker {safe(agent.removeprefix('worker:'))}" if agent.startswith("worker:") else ""
     if lines:
-        out(f"Allow {head}?")
+        out(f"Allow {head}{whose}?")
         for line in lines:
             out(f"  │ {line}")
     rule, source = safe(str(ev.get("rule") or "")), safe(str(ev.get("source") or ""))
@@ -183,7 +185,7 @@ def ask_approval(ev: dict[str, Any], conn: Connection | None = None,
         saved = ", ".join(safe(str(r)) for r in always)
         out(f"  ([a]lways saves the allow rule{'s' if len(always) > 1 else ''} {saved})" if always
             else "  ([a]lways allows this call only: no rule can name what it changes)")
-    question = ("Allow it?" if lines else f"Allow {head}?") + " [y]es / [n]o / [a]lways (then Enter; Esc or Ctrl-C interrupts): "
+    question = (f"Allow it{whose}?" if lines else f"Allow {head}{whose}?") + " [y]es / [n]o / [a]lways (then Enter; Esc or Ctrl-C interrupts): "
     while True:
         try:
             answer = _read_answer(question, conn, ev.get("call_id"))

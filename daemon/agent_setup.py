@@ -176,8 +176,10 @@ def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials:
             view = campaign.in_worktree(worktree)
             extra = campaign_tools(view, lambda: session.tool_calls)
             prompt_suffix += campaign_prompt(view)
-        return build_agent(deps, session, req, credentials, agent_id=agent_id, workspace=worktree,
-                           extra_tools=extra, prompt_suffix=prompt_suffix)
+        worker = build_agent(deps, session, req, credentials, agent_id=agent_id, workspace=worktree,
+                             extra_tools=extra, prompt_suffix=prompt_suffix)
+        worker.follow_mode(session.worker_approval)  # the session's mode now, not the one it started in (s8 J5)
+        return worker
 
     limits = _workers_config(deps)
     return FanOut(session, Path(req.workspace), deps.paths.state, make_worker, session.workers,

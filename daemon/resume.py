@@ -200,7 +200,7 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     # An active goal goes on: its unjudged stop is judged, or the agent is sent back to it.
     mid_turn = state.in_turn or session.goal.active or bool(agent.history.unanswered_calls())
     if not req.approval and state.approval:  # a switch the person made holds until they pass another
-        agent.approval_mode = state.approval
+        agent.follow_mode(state.approval)
     restore_mode(session, start.approval, req.approve_plan, approval_given=bool(req.approval or state.approval))
     try:
         continues = "" if compacting else stopped_turn(session, state, req, sid, mid_turn=mid_turn)

@@ -445,8 +445,18 @@ class Session:
         if self.plan.planning:  # plan mode holds until the plan is approved; "approve" then gives this mode
             self.base_approval = mode
         elif mode != previous:
-            self.agent.approval_mode = mode
+            self.agent.follow_mode(mode)
             self.record(ApprovalModeChanged(approval=mode, previous=previous, by=by))
+        for worker in self.workers.values():  # a running fan-out's workers follow it too (fresh-user s8 J5)
+            worker.follow_mode(self.worker_approval)
+
+    @property
+    def worker_approval(self) -> str:
+        """The approval mode a fan-out's workers work under: the session's own as it is now
+        (a ``/approval`` switch, or one a resume restored, included); while the main agent
+        plans, the mode the session goes back to."""
+        mode = self.agent.approval_mode if self.agent is not None else self.base_approval
+        return self.base_approval if mode == "plan" else mode
 
     def kick(self) -> None:
         """Start a turn with no person's message (a goal set or resumed while idle)."""

@@ -29,9 +29,10 @@ def take_over(session: Session, *, interactive: bool, end_when_idle: bool, appro
     one that still asks asks this client, or ends a headless turn with ``needs_approval``)."""
     session.interactive, session.end_when_idle = interactive, end_when_idle
     if approval:
-        for agent in (session.agent, *session.workers.values()):
-            if agent is not None:
-                agent.approval_mode = approval
+        if session.agent is not None:
+            session.agent.approval_mode = approval
+        for worker in session.workers.values():
+            worker.follow_mode(session.worker_approval)
     for pending in list(session.approvals.values()):
         session.answer(pending.call_id, REDECIDE, "")
 

@@ -35,6 +35,16 @@ def test_the_question_says_when_always_saves_nothing(monkeypatch: pytest.MonkeyP
     assert "[a]lways saves" not in shown and "[a]lways allows" not in shown
 
 
+def test_a_workers_question_names_the_worker(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """Two workers asking the same command were told apart only by the line before (s8 J12)."""
+    ev = {"type": "approval_requested", "call_id": "c1", "agent": "worker:w1", "tool": "bash",
+          "input": {"command": "echo hi > wfile.txt"}, "source": "mode"}
+    _, shown = _ask(ev, "n", monkeypatch, capsys)
+    assert "Allow bash(echo hi > wfile.txt) for worker w1? [y]es" in shown, shown
+    _, shown = _ask({**ev, "agent": "main"}, "n", monkeypatch, capsys)
+    assert "for worker" not in shown and "Allow bash(echo hi > wfile.txt)? [y]es" in shown, shown
+
+
 def test_the_answer_line_names_the_saved_rules() -> None:
     words = Renderer(io.StringIO()).resolved_words(
         {"type": "approval_resolved", "call_id": "c1", "decision": "always", "by": "person",
