@@ -18,6 +18,7 @@
     [workers]                               # fan-out (agents/workers/run.py), seconds
     time_limit_s = 900                      # each worker's time limit
     test_timeout_s = 600                    # the integration's test run
+    test_command = "make check"             # the integration's tests (default: detected)
 
 A project's ``.musec/config.toml`` may hold a ``[permissions]`` table too; it applies
 only once the workspace is trusted (``trust.py``). Reading uses the standard ``tomllib``;
@@ -85,7 +86,7 @@ USER_KEYS: dict[str, frozenset[str]] = {
     "workspaces.*": frozenset({"permissions", "allow_training_data"}),
     "context": frozenset({"tool_output_tokens", "clear_at", "keep_tool_results"}),
     "daemon": frozenset({"idle_timeout_s"}),
-    "workers": frozenset({"time_limit_s", "test_timeout_s"}),
+    "workers": frozenset({"time_limit_s", "test_timeout_s", "test_command"}),
 }
 #: A trusted project's .musec/config.toml.
 PROJECT_KEYS: dict[str, frozenset[str]] = {"": frozenset({"permissions", "hooks"})}
@@ -153,18 +154,31 @@ def _workspace_key(raw: str) -> str:
     return os.path.realpath(os.path.expanduser(raw))
 
 
+def _splits(command: str) -> bool:
+    """``command`` splits into a program and its arguments (as a shell would)."""
+    import shlex
+
+    try:
+        return bool(shlex.split(command))
+    except ValueError:
+        return False
+
+
 @dataclass(frozen=True)
 class WorkersConfig:
-    """The ``[workers]`` table: a fan-out's limits, in seconds.
+    """The ``[workers]`` table: a fan-out's limits, in seconds, and its test command.
 
     Attributes:
         time_limit_s: how long each worker may run before it is stopped.
         test_timeout_s: the deadline of the integration's test run (its process group is
             killed after it, and the integration does not pass).
+        test_command: the command the integration's tests run with, split as a shell
+            would (``""``: detected from the project's files, ``workers/testcmd.py``).
     """
 
     time_limit_s: float = 900.0
     test_timeout_s: float = 600.0
+    test_command: str = ""
 
     @classmethod
     def from_table(cls, table: object, path: Path) -> WorkersConfig:
@@ -186,7 +200,11 @@ class WorkersConfig:
                 raise ConfigError(f"{path}: [workers] {key} must be a positive number of seconds, "
                                   f"like {key} = {int(getattr(cls, key))}; got {value!r}")
             values[key] = float(value)
-        return cls(**values)
+        command = table.get("test_command", "")
+        if not isinstance(command, str) or (command and not _splits(command)):
+            raise ConfigError(f'{path}: [workers] test_command must be a command line, like test_command = "make check"; '
+                              f"got {command!r}")
+        return cls(**values, test_command=command.strip())
 
 
 @dataclass

@@ -184,7 +184,8 @@ def _fanout(deps: AgentDeps, session: Session, req: p.StartSession, credentials:
     limits = _workers_config(deps)
     return FanOut(session, Path(req.workspace), deps.paths.state, make_worker, session.workers,
                   lambda: iter_events(session.log.path), wrap=sandbox_wrap(req, deps.paths),
-                  time_limit_s=limits.time_limit_s, test_timeout_s=limits.test_timeout_s)
+                  time_limit_s=limits.time_limit_s, test_timeout_s=limits.test_timeout_s,
+                  test_command=limits.test_command)
 
 
 def _workers_config(deps: AgentDeps) -> Any:

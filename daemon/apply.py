@@ -52,9 +52,9 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
     workspace, integration = state.workspace, state.integration
     if integration is None:
         raise BadRequest(f"session {sid} has no integrated fan-out result to apply")
-    if not integration.ok:
-        raise CheckFailed(f"the integration of session {sid} did not pass (conflicts or failing tests); "
-                          "see `musec workers " + sid + "`")
+    refused = _not_passed(integration)
+    if refused:
+        raise CheckFailed(f"the integration of session {sid} did not pass: {refused}; see `musec workers {sid}`")
     if applied is not None and applied.how == "uncommitted":  # HEAD did not move: the log says it
         return p.Applied(id=request_id, session_id=sid, branch=applied.branch, old_head=applied.old_head,
                          new_head=applied.new_head, how="up-to-date",
@@ -73,8 +73,26 @@ def apply_integration(index: SessionIndex, session_id: str, request_id: int) -> 
     note = result.note
     if note and integration.test_command and "run them" in note:
         note = note.replace("run them", f"run them ({integration.test_command})")
+    if integration.tests_passed is None:  # applied untested: the person is told, and how to have tests run
+        from musec.agents.workers.integration import NOTHING_TESTED
+
+        note = "; ".join(filter(None, [note, NOTHING_TESTED]))
     return p.Applied(id=request_id, session_id=sid, branch=result.branch, old_head=result.old_head,
                      new_head=result.new_head, how=result.how, note=note), workspace
+
+
+def _not_passed(integration: Integration) -> str:
+    """Why ``integration`` cannot be applied ("" when it can): its conflicts, its failing
+    tests. One that merged every branch and found no test command to run passes untested
+    (fresh-user s8 J7: such a fan-out could never be applied; older logs say ``ok`` false)."""
+    why = []
+    if integration.conflicts:
+        why.append(f"{len(integration.conflicts)} branch{'es' if len(integration.conflicts) > 1 else ''} "
+                   f"conflicted ({', '.join(c.branch for c in integration.conflicts)})")
+    if integration.tests_passed is False:
+        failing = f": {', '.join(integration.failing_tests[:3])}" if integration.failing_tests else ""
+        why.append(f"the tests failed ({integration.test_command}){failing}")
+    return "; ".join(why)
 
 
 def remove_applied_worktrees(workspace: str, state_dir: Path, session_id: str) -> None:

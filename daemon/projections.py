@@ -56,6 +56,9 @@ class WorkersView:
         ev = self.fanout.integration
         if ev is None:
             return ""
+        if not ev.conflicts and ev.tests_passed is None:  # applicable, untested (s8 J7)
+            return (f"{ev.branch} at {ev.head[:12]}: ok, nothing tested (no test command found; "
+                    "set [workers] test_command in config.toml)")
         tests = "passed" if ev.tests_passed else "FAILED" if ev.tests_passed is False else "not run"
         return f"{ev.branch} at {ev.head[:12]}: " + ("ok" if ev.ok else f"{counted(len(ev.conflicts), 'conflict')}, tests {tests}")
 

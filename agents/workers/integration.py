@@ -78,6 +78,10 @@ class MergedBranch:
     how: Literal["fast-forward", "merge", "commit", "up-to-date"]
 
 
+NOTHING_TESTED = ("none run: no test command was found, so nothing was tested; set one as "
+                  "test_command in the [workers] table of musec's config.toml")
+
+
 @dataclass(frozen=True)
 class MergeOutcome:
     """The result of ``merge_branches``.
@@ -115,8 +119,9 @@ class IntegrationResult:
 
     @property
     def ok(self) -> bool:
-        """Every branch merged and the tests passed."""
-        return not self.merge.conflicts and self.tests is not None and self.tests.passed
+        """Every branch merged and the tests passed, or no test command was found (nothing
+        was tested then: ``summary`` says so, and how to set one)."""
+        return not self.merge.conflicts and (self.tests is None or self.tests.passed)
 
     def summary(self) -> str:
         """A few lines for the person and the model: merges, conflicts, test outcome."""
@@ -126,7 +131,7 @@ class IntegrationResult:
         for c in m.conflicts:
             lines.append(f"  CONFLICT {c.branch}, left out: " + ", ".join(f.path for f in c.files))
         if self.tests is None:
-            lines.append("  tests: no test command found; configure one")
+            lines.append(f"  tests: {NOTHING_TESTED}")
         elif self.tests.passed:
             lines.append(f"  tests passed: {self.tests.command}")
         else:

@@ -94,12 +94,15 @@ class FanOut:
         wrap: ``(argv, cwd) -> argv`` running the integration's tests in the sandbox, or None.
         time_limit_s: each worker's time limit (``[workers] time_limit_s``), seconds.
         test_timeout_s: the integration's test run's deadline (``[workers] test_timeout_s``), seconds.
+        test_command: the integration's test command (``[workers] test_command``); ``""``:
+            detected from the project's files.
     """
 
     def __init__(self, recorder: Recorder, repo: Path, state_dir: Path, make_agent: AgentFactory,
                  agents: MutableMapping[str, Any], logged_events: Callable[[], Iterable[AnyEvent]],
                  wrap: Callable[[list[str], Path], list[str]] | None = None, *,
-                 time_limit_s: float = WORKER_TIME_LIMIT_S, test_timeout_s: float = INTEGRATION_TEST_TIMEOUT_S) -> None:
+                 time_limit_s: float = WORKER_TIME_LIMIT_S, test_timeout_s: float = INTEGRATION_TEST_TIMEOUT_S,
+                 test_command: str = "") -> None:
         self.recorder = recorder
         self.repo = repo
         self.state_dir = state_dir
@@ -109,6 +112,7 @@ class FanOut:
         self.wrap = wrap
         self.time_limit_s = time_limit_s
         self.test_timeout_s = test_timeout_s
+        self.test_command = test_command
         # The session's lifecycle hooks (``Session.lifecycle``), set when hooks are configured.
         self.lifecycle: Callable[..., Awaitable[Any]] | None = None
         # Why the session's turn is being cancelled, when not by the person (``Session._cut_turn``):
@@ -246,7 +250,7 @@ class FanOut:
         # repository's own, at its top. The interpreter by name: the sandbox hides a venv
         # that lives under /tmp.
         top, sub = await anyio.to_thread.run_sync(repository_top, self.repo)
-        test_command = detect_test_command(self.repo, None, python="python3")
+        test_command = detect_test_command(self.repo, self.test_command or None, python="python3")
         if test_command is None and sub:
             test_command = detect_test_command(top, None, python="python3")
             sub = "" if test_command is not None else sub
@@ -264,7 +268,9 @@ class FanOut:
             test_output=tests.output[-4000:] if tests else "", ok=result.ok))
         lines = [result.summary()]
         if result.ok:
-            lines.append(f"The integrated result is on {result.merge.branch}; the person brings it home with `musec apply {s.id}`.")
+            untested = " (untested: no test command)" if tests is None else ""
+            lines.append(f"The integrated result is on {result.merge.branch}{untested}; "
+                         f"the person brings it home with `musec apply {s.id}`.")
         return lines
 
     async def _run_worker(self, spec: WorkerSpec, outcomes: dict[str, Any]) -> None:
