@@ -120,6 +120,8 @@ def _session_id_json(sp: argparse.ArgumentParser) -> None:
 def _gc(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
     sp.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    sp.add_argument("--discard-unapplied", action="store_true",
+                    help="remove worker branches holding commits never applied too (kept otherwise)")
 
 
 def _cost(sp: argparse.ArgumentParser) -> None:

@@ -29,12 +29,16 @@ def cmd_gc(args: argparse.Namespace) -> Exit:
     """``musec gc --older-than AGE [--dry-run]``."""
     older_than_s = parse_age_s(args.older_than)
     conn = connect()
-    r = conn.request(p.CollectSessions(id=conn.next_id(), older_than_s=older_than_s, dry_run=args.dry_run))
+    r = conn.request(p.CollectSessions(id=conn.next_id(), older_than_s=older_than_s, dry_run=args.dry_run,
+                                       discard_unapplied=args.discard_unapplied))
     verb = "would remove" if args.dry_run else "removed"
     out(f"{verb} {counted(len(r.sessions), 'session')}, {counted(r.bytes_freed, 'byte')}")
     sizes = r.session_bytes if len(r.session_bytes) == len(r.sessions) else [None] * len(r.sessions)
-    for sid, size in zip(r.sessions, sizes, strict=True):
+    items = r.session_items if len(r.session_items) == len(r.sessions) else [[]] * len(r.sessions)
+    for sid, size, its in zip(r.sessions, sizes, items, strict=True):
         out(f"  {sid}" + (f"  {counted(size, 'byte')}" if size is not None else ""))
+        for item in its:  # the worktrees and branches that go with it (s8 J9: the dry run named none)
+            out(f"    {item}")
     for line in r.notes:
         out(f"note {line}")
     for line in r.kept:

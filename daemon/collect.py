@@ -22,7 +22,8 @@ log = structlog.get_logger("musec.daemon")
 
 
 def collect(index: SessionIndex, state_dir: Path, blobs_dir: Path, older_than_s: float,
-            dry_run: bool) -> tuple[list[str], int, list[str], list[int], list[str]]:
+            dry_run: bool, *, discard_unapplied: bool = False
+            ) -> tuple[list[str], int, list[str], list[int], list[str], list[list[str]]]:
     """Remove ended sessions last updated more than ``older_than_s`` ago, and blobs no
     remaining log refers to.
 
@@ -32,20 +33,24 @@ def collect(index: SessionIndex, state_dir: Path, blobs_dir: Path, older_than_s:
         blobs_dir: the blob store's directory.
         older_than_s: the minimum age, in seconds since the last event.
         dry_run: only say what would go, and its size (blobs not counted).
+        discard_unapplied: remove worker branches holding commits never applied too (a
+            session with one is kept otherwise: the branch may be their only copy).
 
     Returns:
         The removed (or, with ``dry_run``, removable) session ids, the bytes freed (that
         would be), one line per session kept (why, and how to rescue the work), the
         bytes of each removed session (its log and worktrees), and one line per removed
-        session with more to say (its repository was gone: what may be left where it went).
+        session with more to say (its repository was gone: what may be left where it went),
+        and the worktrees and branches of each removed session (``worktree PATH``, ``branch
+        NAME``): the same lists with and without ``dry_run``.
     """
     now = time.time()
-    removed, freed, kept, sizes, notes = [], 0, [], [], []
+    removed, freed, kept, sizes, notes, items = [], 0, [], [], [], []
     for info in index.list_sessions():
         if info.id in index.live or now - info.updated_at < older_than_s:
             continue
         path = index.log_path(info.id)
-        why, size, note = _remove_worktrees(state_dir, info, dry_run)
+        why, size, note, gone = _remove_worktrees(state_dir, info, dry_run, path, discard_unapplied)
         if why:
             kept.append(f"{info.id}: {why}")
             continue  # a worker worktree holds uncommitted work: keep the whole session
@@ -58,33 +63,59 @@ def collect(index: SessionIndex, state_dir: Path, blobs_dir: Path, older_than_s:
                     extra.unlink()
         size += _remove_tree(state_dir / "kernels" / info.id, dry_run)
         removed.append(info.id)
+        items.append(gone)
         sizes.append(size)
         freed += size
     if removed and not dry_run:
         freed += _collect_blobs(index.directory, blobs_dir)
-    return removed, freed, kept, sizes, notes
+    return removed, freed, kept, sizes, notes, items
 
 
-def _remove_worktrees(state_dir: Path, info: p.SessionInfo, dry_run: bool) -> tuple[str, int, str]:
+def _remove_worktrees(state_dir: Path, info: p.SessionInfo, dry_run: bool, log_path: Path,
+                      discard_unapplied: bool) -> tuple[str, int, str, list[str]]:
     """Remove a session's worktrees and branches (``dry_run``: only look); why not, when
-    one holds uncommitted work, the size of the worktrees, and a note (``Removal.note``:
-    they were orphans of a repository that is gone)."""
+    one holds uncommitted work or a branch holds commits never applied, the size of the
+    worktrees, a note (``Removal.note``: they were orphans of a repository that is gone),
+    and the worktrees and branches that go (``Removal.items``)."""
     if not (state_dir / "worktrees" / info.id).exists() or not info.workspace:
-        return "", 0, ""
+        return "", 0, "", []
     from musec.agents.tools.base import printable
     from musec.agents.workers import WorkerError, remove_worktrees
 
     try:
-        removal = remove_worktrees(info.workspace, state_dir, info.id, dry_run=dry_run)
+        removal = remove_worktrees(info.workspace, state_dir, info.id, dry_run=dry_run,
+                                   applied=_applied_branches(log_path), discard_unapplied=discard_unapplied)
     except (WorkerError, OSError) as exc:
         log.warning("worktrees_not_removed", session_id=info.id, error=str(exc))
-        return printable(f"its worktrees could not be removed ({exc})"), 0, ""
+        return printable(f"its worktrees could not be removed ({exc})"), 0, "", []
     if removal.kept:
         log.info("worktrees_kept", session_id=info.id, kept=removal.message)
-        return removal.message.replace("\n", "; "), 0, ""
+        return removal.message.replace("\n", "; "), 0, "", []
     if removal.note:
         log.info("orphaned_worktrees_removed", session_id=info.id, workspace=info.workspace, dry_run=dry_run)
-    return "", removal.bytes, removal.note
+    if removal.items and not dry_run:
+        log.info("worktrees_removed", session_id=info.id, items=list(removal.items))
+    return "", removal.bytes, removal.note, list(removal.items)
+
+
+def _applied_branches(log_path: Path) -> set[str]:
+    """The worker branches the session's log says were applied (``integration_applied``
+    after the ``integration`` that merged them)."""
+    from musec.agents.core.events import Integration, IntegrationApplied
+
+    from .eventlog import iter_events
+
+    applied: set[str] = set()
+    merged: list[str] = []
+    try:
+        for ev in iter_events(log_path, check=False):
+            if isinstance(ev, Integration):
+                merged = list(ev.merged)
+            elif isinstance(ev, IntegrationApplied):
+                applied.update(merged)
+    except Exception:  # an unreadable log: nothing counts as applied (branches with commits are kept)
+        log.warning("log_unreadable_for_gc", path=str(log_path), exc_info=True)
+    return applied
 
 
 def _remove_tree(folder: Path, dry_run: bool) -> int:

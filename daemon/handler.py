@@ -8,6 +8,7 @@ subscription, in the connection's own task group.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import socket
@@ -216,10 +217,11 @@ class Connection:
             case p.CollectSessions():
                 from .collect import collect
 
-                removed, freed, kept, sizes, notes = await off_loop(
-                    collect, self.index, self.paths.state, self.paths.blobs, msg.older_than_s, msg.dry_run)
+                removed, freed, kept, sizes, notes, items = await off_loop(functools.partial(
+                    collect, self.index, self.paths.state, self.paths.blobs, msg.older_than_s, msg.dry_run,
+                    discard_unapplied=msg.discard_unapplied))
                 await self.send(p.Collected(id=msg.id, sessions=removed, bytes_freed=freed, kept=kept,
-                                            session_bytes=sizes, notes=notes))
+                                            session_bytes=sizes, notes=notes, session_items=items))
             case p.ListModels():
                 await self.send(p.Models(id=msg.id, models=await off_loop(list_models, self.paths.config)))
             case p.InspectWorkspace():

@@ -17,6 +17,7 @@ import contextlib
 import os
 import re
 import shutil
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -294,6 +295,8 @@ class Removal:
         bytes: the size of the session's worktree folders.
         note: a line for the person when the worktrees were orphaned (their repository is
             gone: deleted or moved), saying what may be left where it went; else ``""``.
+        items: what was (or would be) removed, one line each: ``worktree PATH`` and
+            ``branch NAME`` (with the commits it holds that were never applied).
     """
 
     removed: tuple[str, ...]
@@ -301,6 +304,7 @@ class Removal:
     pruned: tuple[str, ...]
     bytes: int = 0
     note: str = ""
+    items: tuple[str, ...] = ()
 
     @property
     def message(self) -> str:
@@ -315,6 +319,8 @@ def remove_worktrees(
     *,
     force: bool = False,
     dry_run: bool = False,
+    applied: Collection[str] = (),
+    discard_unapplied: bool = False,
 ) -> Removal:
     """Remove a session's worktrees, their branches and ``refs/musec/<session>/*``.
 
@@ -328,7 +334,9 @@ def remove_worktrees(
     ignored), nothing of the session is removed unless ``force``: not that worktree, nor
     the others, the integration worktree, the branches or the refs, so that ``musec
     workers`` and ``musec apply`` still work; ``kept`` says which worktree holds what and
-    how to rescue it (its path and branch). Stale metadata of musec worktrees whose
+    how to rescue it (its path and branch). The same holds when a worker's branch holds
+    commits that were never applied (``unapplied_commits``), unless ``discard_unapplied``:
+    the branch may be their only copy. Stale metadata of musec worktrees whose
     folders are gone is pruned (the person's own worktrees are never pruned).
 
     Args:
@@ -337,6 +345,9 @@ def remove_worktrees(
         session_id: the session.
         force: remove worktrees even when they hold uncommitted work.
         dry_run: change nothing; say what would be removed or kept, and the size.
+        applied: the worker branches the session's log says were applied (an apply that
+            left the changes uncommitted makes no commit of theirs reachable).
+        discard_unapplied: remove worker branches holding commits never applied, too.
 
     Returns:
         What was (or would be) removed and kept, what was pruned, and the size in bytes
@@ -367,8 +378,15 @@ def remove_worktrees(
         name = _git_name(session_id, worker)
         trees[worker] = repo.lookup_worktree(name) if name in repo.list_worktrees() else None
     kept = [] if force else _holding_work(session_id, trees)
+    unapplied = unapplied_commits(repo, session_id, sorted(workers), applied)
+    if not kept and not force and not discard_unapplied:
+        kept = [(w, f"its branch {branch_name(session_id, w)} holds {counted(n, 'commit')} never applied; "
+                 f"bring them home with `musec apply {session_id}` (or git merge {branch_name(session_id, w)}), "
+                 "or let them go with `musec gc --discard-unapplied`; the whole session stays until then")
+                for w, n in unapplied.items()]
+    items = tuple(_items(repo, session_id, sorted(workers), trees, unapplied))
     if kept or dry_run:
-        return Removal(() if kept else tuple(sorted(workers)), tuple(kept), (), size)
+        return Removal(() if kept else tuple(sorted(workers)), tuple(kept), (), size, items=() if kept else items)
     removed = [_remove_one(repo, session_id, worker, trees[worker]) for worker in sorted(workers)]
     for ref in list(repo.references):
         if ref.startswith(f"refs/musec/{session_id}/"):
@@ -378,7 +396,52 @@ def remove_worktrees(
     if session_dir.is_dir() and not any(session_dir.iterdir()):
         os.rmdir(session_dir)
     pruned = _prune_stale(repo)
-    return Removal(tuple(removed), (), tuple(pruned), size)
+    return Removal(tuple(removed), (), tuple(pruned), size, items=items)
+
+
+def unapplied_commits(repo: pygit2.Repository, session_id: str, workers: Sequence[str],
+                      applied: Collection[str] = ()) -> dict[str, int]:
+    """``{worker: commits}`` for each worker branch of the session (the integration's left
+    out) holding commits that none of the person's branches (nor HEAD) holds, and that the
+    log does not say were applied (``applied``, branch names): what is lost with the branch.
+    Counted back to the session's base (``refs/musec/<session>/base``) or the person's
+    history, whichever comes first."""
+    mine = [repo.branches.local[b].target for b in repo.branches.local if not b.startswith("musec/")]
+    with contextlib.suppress(pygit2.GitError):
+        mine.append(repo.head.target)
+    base = repo.references.get(f"refs/musec/{session_id}/base")
+    out = {}
+    for worker in workers:
+        branch = branch_name(session_id, worker)
+        ref = repo.branches.local.get(branch)
+        if worker == INTEGRATION or ref is None or branch in applied:
+            continue
+        tip = ref.target
+        if base is not None and tip == base.target:
+            continue
+        if any(tip == m or repo.descendant_of(m, tip) for m in mine):
+            continue
+        walker = repo.walk(tip)
+        for hidden in [*mine, *([base.target] if base is not None else [])]:
+            walker.hide(hidden)
+        if count := sum(1 for _ in walker):
+            out[worker] = count
+    return out
+
+
+def _items(repo: pygit2.Repository, session_id: str, workers: Sequence[str], trees: dict[str, Any],
+           unapplied: dict[str, int]) -> list[str]:
+    """The lines of ``Removal.items``: each worktree folder and each branch that goes."""
+    out = []
+    for worker in workers:
+        wt = trees.get(worker)
+        if wt is not None and Path(wt.path).exists():
+            out.append(f"worktree {printable(str(wt.path))}")
+        branch = branch_name(session_id, worker)
+        if repo.branches.local.get(branch) is not None:
+            lost = f" ({counted(unapplied[worker], 'commit')} never applied)" if worker in unapplied else ""
+            out.append(f"branch {branch}{lost}")
+    return out
 
 
 def _remove_one(repo: pygit2.Repository, session_id: str, worker: str, wt: Any) -> str:
@@ -464,7 +527,8 @@ def _remove_orphans(repo_path: Path | str, session_dir: Path, session_id: str, d
             f"{'would be' if dry_run else 'were'} removed; if the repository was moved, clean up there with: "
             f"git for-each-ref --format='delete %(refname)' refs/heads/musec/{session_id} refs/musec/{session_id} "
             "| git update-ref --stdin && git worktree prune")
-    return Removal(tuple(f.name for f in folders), (), (), size, note)
+    return Removal(tuple(f.name for f in folders), (), (), size, note,
+                   items=tuple(f"worktree {printable(str(f))}" for f in folders))
 
 
 def _holding_work(session_id: str, trees: dict[str, Any]) -> list[tuple[str, str]]:

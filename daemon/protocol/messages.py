@@ -352,6 +352,7 @@ class CollectSessions(_Msg, tag="collect_sessions"):
     id: int
     older_than_s: float
     dry_run: bool = False
+    discard_unapplied: bool = False
 
 
 class Cost(_Msg, tag="cost"):
@@ -816,7 +817,9 @@ class Collected(_Msg, tag="collected"):
     """``kept``: one line per session kept back and why (a worktree with uncommitted work);
     ``session_bytes``: the size of each of ``sessions`` (its log and worktrees), in order;
     ``notes``: one line per removed session with more to say (its repository was gone, so
-    its worktrees were orphans: how to clean a repository that was moved)."""
+    its worktrees were orphans: how to clean a repository that was moved);
+    ``session_items``: for each of ``sessions``, in order, the worktrees and branches
+    removed with it (``worktree PATH``, ``branch NAME``)."""
 
     id: int
     sessions: list[str]
@@ -824,6 +827,7 @@ class Collected(_Msg, tag="collected"):
     kept: list[str] = []
     session_bytes: list[int] = []
     notes: list[str] = []
+    session_items: list[list[str]] = []
 
 
 class StatusReply(_Msg, tag="status_reply"):

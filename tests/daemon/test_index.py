@@ -95,10 +95,10 @@ def test_collect_removes_old_ended_sessions_and_unreferenced_blobs(state: Path) 
     index = SessionIndex(sessions, {"live": Live("running"), "keeps": Live("idle")})
 
     size = old.stat().st_size + old.with_name("old.jsonl.torn").stat().st_size
-    assert collect(index, state, blobs, DAY_S, dry_run=True) == (["old"], size, [], [size], [])  # with sizes
+    assert collect(index, state, blobs, DAY_S, dry_run=True) == (["old"], size, [], [size], [], [[]])  # with sizes
     assert old.exists()  # a dry run removes nothing
 
-    removed, freed, kept, _sizes, _notes = collect(index, state, blobs, DAY_S, dry_run=False)
+    removed, freed, kept, _sizes, _notes, _items = collect(index, state, blobs, DAY_S, dry_run=False)
     assert (removed, kept) == (["old"], [])
     assert not old.exists() and not old.with_name("old.jsonl.torn").exists()
     assert {p.stem for p in sessions.glob("*.jsonl")} == {"live", "keeps", "new"}

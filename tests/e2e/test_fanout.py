@@ -151,12 +151,15 @@ def test_gc_removes_worktrees_but_never_uncommitted_work(musec: Musec, tmp_path:
                               "two", cwd=repo).stdout)["session_id"]
     trees = musec.home / "state" / "worktrees"
     (trees / second / "docs" / "scratch.txt").write_text("work in progress\n")
-    dry = musec("gc", "--older-than", "0s", "--dry-run")  # says what would go, with sizes, and removes nothing
+    # neither was applied: without --discard-unapplied their workers' commits are kept (s8 J9)
+    dry = musec("gc", "--older-than", "0s", "--dry-run")
+    assert dry.returncode == 0 and f"kept {first}: kept worktree of docs: its branch musec/{first}/docs holds 1 commit" in dry.stdout
+    dry = musec("gc", "--older-than", "0s", "--dry-run", "--discard-unapplied")  # says what would go, with sizes
     assert dry.returncode == 0 and f"kept {second}: kept worktree of docs" in dry.stdout
     line = next(x for x in dry.stdout.splitlines() if first in x)
     assert int(line.split()[-2]) > 1000 and line.endswith("bytes")
     assert (trees / first).exists()
-    done = musec("gc", "--older-than", "0s")
+    done = musec("gc", "--older-than", "0s", "--discard-unapplied")
     assert done.returncode == 0 and first in done.stdout
     assert f"kept {second}: kept worktree of docs" in done.stdout
     # how to rescue it: the folder and the branch
