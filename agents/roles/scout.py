@@ -19,8 +19,7 @@ import anyio
 from ..core.events import AgentSpawned, AnyEvent, RepoMap, UserMessage
 from ..core.words import counted
 from ..recorder import Recorder
-from ..tools.base import printable
-from ..tools.paths import unescape_bytes
+from ..tools.paths import path_text, unescape_bytes
 from .base import BackgroundAgent
 
 _SYMBOL = re.compile(r"^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)", re.M)
@@ -85,12 +84,12 @@ class Scout(BackgroundAgent):
             # File names are bytes; those that are not UTF-8 are shown as \xNN (never a
             # lone surrogate, which no log or wire can carry).
             names = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-            self.files = sorted(printable(n) for n in names)[: self.MAX_FILES]
+            self.files = sorted(path_text(n) for n in names)[: self.MAX_FILES]
         else:  # pragma: no cover - ripgrep is a dependency
             self.files = sorted(str(p.relative_to(self.workspace)) for p in self.workspace.rglob("*")
                                 if p.is_file() and ".git" not in p.parts and "__pycache__" not in p.parts
                                 and p.suffix not in (".pyc", ".pyo"))[: self.MAX_FILES]
-            self.files = [printable(f) for f in self.files]
+            self.files = [path_text(f) for f in self.files]
         for path in self.files:
             self._scan(path)
 

@@ -50,6 +50,9 @@ MAX_LINE_CHARS = 2000
 MAX_READ_OUTPUT_CHARS = 200_000
 """``read_file`` stops adding lines past this many characters of output."""
 
+LINE_PART_CHARS = 20_000
+"""``read_file`` with ``column``: the characters of the line shown at once."""
+
 EDIT_SNIPPET_CONTEXT_LINES = 3
 
 
@@ -159,7 +162,9 @@ class ReadFileTool:
             "Read a text file from the workspace. Returns its lines numbered like `cat -n` "
             "(line number, tab, line). Use offset (1-based first line) and limit (number of "
             f"lines, default {DEFAULT_READ_LIMIT_LINES}) for long files; a file of any size is read "
-            "in parts this way. Refuses binary files. Paths are relative to the workspace."
+            f"in parts this way. A line over {MAX_LINE_CHARS} characters is cut; read it in parts "
+            f"with offset (that line) and column (1-based first character; {LINE_PART_CHARS} at a time). "
+            "Refuses binary files. Paths are relative to the workspace."
         ),
         input_schema={
             "type": "object",
@@ -174,6 +179,11 @@ class ReadFileTool:
                     "type": "integer",
                     "minimum": 1,
                     "description": "Number of lines to show.",
+                },
+                "column": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Show only line `offset`, from this character on (1-based): a long line in parts.",
                 },
             },
             "required": ["path"],
@@ -191,10 +201,11 @@ class ReadFileTool:
         path = resolve_tool_path(get_str(input, "path"), ctx, read=True)
         offset = get_int(input, "offset", default=1, minimum=1)
         limit = get_int(input, "limit", default=DEFAULT_READ_LIMIT_LINES, minimum=1)
+        column = get_int(input, "column", default=0, minimum=1)
         name = display_path(path, ctx)
         size = _existing_file(path, name, max_bytes=1 << 62, tool=self.name)
         if size > MAX_READ_FILE_BYTES:
-            return _read_big(path, name, offset, limit)
+            return _read_big(path, name, offset, limit, column=column)
         if ctx.blackboard is not None:
             data = ctx.blackboard.read(path, ctx.agent_id, MAX_READ_FILE_BYTES + 1)
         else:
@@ -211,16 +222,38 @@ class ReadFileTool:
             return ToolOutput(content=f"({name} is empty)")
         if offset > len(lines):
             raise ToolInputError(f"offset {offset} is past the end of {name} ({counted(len(lines), 'line')})")
+        if column:
+            line = lines[offset - 1]
+            return _line_part(line, offset, column, len(line), name)
         return _numbered_window(lines[offset - 1 : offset - 1 + limit], offset, len(lines))
+
+
+def _line_part(line: str, number: int, column: int, length: int | None, name: str) -> ToolOutput:
+    """Line ``number`` from character ``column`` on, ``LINE_PART_CHARS`` of it, and how to
+    read on (fresh-user s8 J6: a one-line file could not be read past its first 2,000
+    characters). ``line`` holds at least the characters to show; ``length``: the line's
+    length, ``None`` when not known (a big file's line is not read whole)."""
+    if column > len(line):
+        raise ToolInputError(f"column {column} is past the end of line {number} of {name} "
+                             f"({counted(len(line), 'character')})")
+    part = line[column - 1 : column - 1 + LINE_PART_CHARS]
+    end = column - 1 + len(part)
+    out = number_lines([part], number)
+    if length is None or end < length:
+        of = f" of {length}" if length is not None else ""
+        out += (f"[line {number}: showed characters {column}-{end}{of}; "
+                f"pass offset={number} column={end + 1} to read on]\n")
+    return ToolOutput(content=out)
 
 
 def _numbered_window(lines: Iterable[str], offset: int, total: int) -> ToolOutput:
     """``lines`` (from line ``offset`` of ``total``) numbered, long lines and the output cut."""
     shown: list[str] = []
     chars = 0
-    for line in lines:
+    for number, line in enumerate(lines, offset):
         if len(line) > MAX_LINE_CHARS:
-            line = line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} characters]"
+            line = (line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} of {len(line)} characters; "
+                    f"read on with offset={number} column={MAX_LINE_CHARS + 1}]")
         chars += len(line) + 8
         if shown and chars > MAX_READ_OUTPUT_CHARS:
             break
@@ -236,9 +269,10 @@ def _numbered_window(lines: Iterable[str], offset: int, total: int) -> ToolOutpu
     return ToolOutput(content=out)
 
 
-def _read_big(path: Path, name: str, offset: int, limit: int, *, chunk: int = _CHUNK) -> ToolOutput:
+def _read_big(path: Path, name: str, offset: int, limit: int, *, column: int = 0, chunk: int = _CHUNK) -> ToolOutput:
     """``read_file`` of a file over ``MAX_READ_FILE_BYTES``: lines ``offset`` to
-    ``offset + limit - 1`` and the file's line count, read in ``chunk``-byte chunks.
+    ``offset + limit - 1`` and the file's line count, read in ``chunk``-byte chunks; with
+    ``column``, part of line ``offset`` (``_line_part``; the line is read up to that part).
 
     Raises:
         BinaryFile: NUL bytes in the first 8 KiB.
@@ -249,6 +283,17 @@ def _read_big(path: Path, name: str, offset: int, limit: int, *, chunk: int = _C
             raise BinaryFile(f"{name} is a binary file (NUL bytes in its first 8 KiB); read_file reads text only")
         f.seek(0)
         skipped = _skip_lines(f, offset - 1, chunk)
+        if column:
+            want = (column - 1 + LINE_PART_CHARS) * 4 + 4  # bytes enough for the characters shown
+            head = f.readline(want)
+            if skipped < offset - 1 or not head:
+                raise ToolInputError(f"offset {offset} is past the end of {name} "
+                                     f"({counted(skipped + _count_lines(f, chunk), 'line')})")
+            whole = len(head) < want or head.endswith(b"\n")
+            text = head.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
+            if offset == 1:
+                text = text.removeprefix("\ufeff")
+            return _line_part(text, offset, column, len(text) if whole else None, name)
         raw: list[bytes] = []
         size = 0
         while len(raw) < limit and size <= MAX_READ_OUTPUT_CHARS * 4:

@@ -22,6 +22,7 @@ __all__ = [
     "hidden_inside",
     "is_blob_path",
     "is_within",
+    "path_text",
     "resolve_tool_path",
     "unescape_bytes",
     "workspace_gone",
@@ -122,21 +123,39 @@ def workspace_gone(workspace: str | os.PathLike[str]) -> str:
             "Tell the person; they can restore it or start a session where the work now is")
 
 
-_BYTE_ESCAPE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
+_ESCAPE = re.compile(r"\\(\\|x[89a-fA-F][0-9a-fA-F])")
+_NEEDS_ESCAPE = re.compile(r"[\udc80-\udcff]|\\(\\|x[89a-fA-F][0-9a-fA-F])")
+
+
+def path_text(name: str) -> str:
+    """How a file name is shown, one spelling per name, that ``unescape_bytes`` turns back
+    into it: a name that is UTF-8 and holds nothing that reads as an escape is itself; in
+    any other, a byte that is not UTF-8 (a ``surrogateescape`` character) is ``\\xNN`` and
+    each backslash is doubled. So a file whose name holds the byte 0xFF (``bad\\xffname``)
+    and one literally named ``bad\\xffname`` (shown ``bad\\\\xffname``) are both reached by
+    the name shown (fresh-user s8 J6: both were shown alike, and one could not be reached)."""
+    if not _NEEDS_ESCAPE.search(name):
+        return printable(name)
+    return printable(name.replace("\\", "\\\\"))
 
 
 def unescape_bytes(text: str) -> str:
-    """The inverse of ``base.printable`` for bytes 0x80-0xFF: ``\\xNN`` becomes the
-    ``surrogateescape`` character that ``os.fsencode`` turns back into that byte."""
-    return _BYTE_ESCAPE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text)
+    """The inverse of ``path_text``: ``\\xNN`` (80-FF) becomes the ``surrogateescape``
+    character that ``os.fsencode`` turns back into that byte, and ``\\\\`` one backslash;
+    any other backslash is left as it is."""
+    return _ESCAPE.sub(lambda m: "\\" if m.group(1) == "\\" else chr(0xDC00 + int(m.group(1)[1:], 16)), text)
 
 
 def _unescape_bytes(raw: str, workspace: str) -> str:
-    """A path written with ``\\xNN`` for bytes that are not UTF-8 (as ``display_path``
-    shows them) names the file with those bytes, when no file has the literal name."""
-    if "\\x" not in raw or os.path.lexists(os.path.join(workspace, raw)):
+    """A path as ``display_path`` shows it names the file it was shown for
+    (``unescape_bytes``); a path with an escape that names nothing, while a file has the
+    literal name, is that file (a name written by hand)."""
+    if "\\" not in raw:
         return raw
-    return unescape_bytes(raw)
+    named = unescape_bytes(raw)
+    if named == raw or os.path.lexists(os.path.join(workspace, named)):
+        return named
+    return raw if os.path.lexists(os.path.join(workspace, raw)) else named
 
 
 def _home(raw: str, ctx: ToolContext, what: str) -> str:
@@ -155,14 +174,14 @@ def _home(raw: str, ctx: ToolContext, what: str) -> str:
 
 def display_path(path: Path, ctx: ToolContext) -> str:
     """``path`` relative to the workspace (POSIX form) if inside it, else absolute; bytes
-    that are not UTF-8 are shown as ``\\xNN`` (``base.printable``)."""
+    that are not UTF-8 are shown as ``\\xNN`` (``path_text``)."""
     workspace = os.path.realpath(ctx.workspace)
     text = str(path)
     if text == workspace:
         return "."
     if is_within(text, workspace):
-        return printable(Path(os.path.relpath(text, workspace)).as_posix())
-    return printable(text)
+        return path_text(Path(os.path.relpath(text, workspace)).as_posix())
+    return path_text(text)
 
 
 _BLOB_NAME = re.compile(r"[0-9a-f]{2}/[0-9a-f]{62}")
