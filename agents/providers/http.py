@@ -14,7 +14,7 @@ from musec.agents.core.conversation import ModelRequest, ModelResponse
 from musec.agents.core.errors import ProviderError
 
 from .base import OnDelta, TextDelta
-from .ratelimit import OnRateLimited, RateLimiter, rate_limit_headers
+from .ratelimit import OnRateLimited, RateLimiter
 from .retry import OnRetry, RetryPolicy, stream_with_retries
 from .sse import DEFAULT_TIMEOUT, DRAIN_S, SSEEvent, drain
 
@@ -58,7 +58,6 @@ class StreamingHTTPProvider:
         self.model = model
         self.catalog_id = ""
         self.limiter = limiter
-        self._limit_headers_seen = False  # the last response named rate limits
         self.on_rate_limited = on_rate_limited
         self._sent_bytes = 0
         self._drain_s = DRAIN_S  # 0 once this server kept a finished answer's body open
@@ -124,12 +123,10 @@ class StreamingHTTPProvider:
                 response = await self._read(body, counted)
             except BaseException as error:
                 self.limiter.refund(estimate)
-                if isinstance(error, ProviderError) and error.status == 429:
-                    # Everyone on this credential waits, not just this caller.
-                    if error.retry_after_s:
-                        self.limiter.pause(min(error.retry_after_s, self.retry_policy.max_retry_after_s))
-                    elif not self._limit_headers_seen:
-                        self.limiter.reject(self.retry_policy.max_retry_after_s)
+                if isinstance(error, ProviderError) and error.status == 429 and error.retry_after_s:
+                    # Everyone on this credential waits, not just this caller. A 429 that
+                    # names no wait is this caller's to back off from (the retry policy).
+                    self.limiter.pause(min(error.retry_after_s, self.retry_policy.max_retry_after_s))
                 raise
             self.limiter.settle(estimate, response.usage)
             return response
@@ -166,7 +163,6 @@ class StreamingHTTPProvider:
         """Every response's headers, errors included: rate-limit feedback."""
         if self.limiter is not None:
             self.limiter.observe(headers)
-            self._limit_headers_seen = bool(rate_limit_headers(headers))
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""

@@ -14,11 +14,16 @@ algorithm... capacity is continuously replenished up to your maximum limit"):
   as ``6m0s`` or ``20ms``; https://platform.openai.com/docs/guides/rate-limits). The
   server's ``remaining`` replaces the local estimate, and the bucket refills so that it
   is full at the server's ``reset``.
-* A 429 with ``retry-after`` pauses everyone on the credential, not just the caller.
-* A 429 that says nothing (no ``retry-after``, no rate-limit headers: a proxy or gateway)
-  is learned from (``reject``): with no known request limit, the requests admitted in the
-  last minute, less one, become it; and everyone pauses for a backoff that doubles with
-  each such 429 in a row (reset by a success).
+* A 429 with ``retry-after`` (or ``retry-after-ms``) pauses everyone on the credential,
+  not just the caller, for that long (capped by the retry policy).
+* A 429 that says nothing (no ``retry-after``, no rate-limit headers: vLLM, llama.cpp, a
+  proxy or gateway) changes nothing shared: the caller retries after the retry policy's
+  backoff, as for any retryable error. Nothing is guessed from it: a limit made up from
+  one refusal (fresh-user s8 J1: the requests of the last minute less one) held every
+  later request of every session to a few a minute while they all succeeded.
+  So a refusal leaves nothing behind but the pause the server asked for, which ends on
+  its own: the limiter never slows requests the server answers beyond the limits the
+  server's headers or the person's ``models.toml`` named.
 
 The catalog's per-model limits are given only where the person configured them (their
 tier, in ``models.toml``); the shipped lowest-tier numbers would hold a faster account or
@@ -40,7 +45,6 @@ import hashlib
 import inspect
 import re
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -261,8 +265,6 @@ class RateLimiter:
         self._buckets: dict[str, _Bucket] | None = None
         self._limits = dict(limits or {})
         self._paused_until = 0.0
-        self._admitted: deque[float] = deque()  # when the requests of the last minute were let through
-        self._strikes = 0  # header-less 429s in a row
         self._lock: anyio.Lock | None = None
         self._changed: anyio.Event | None = None
 
@@ -332,9 +334,6 @@ class RateLimiter:
             now = self._clock()
             for dimension, amount in need.items():
                 self._state()[dimension].take(amount, now)
-            self._admitted.append(now)
-            while self._admitted and now - self._admitted[0] >= 60.0:
-                self._admitted.popleft()
         return waited
 
     def settle(self, input_tokens_estimate: int, usage: Any) -> None:
@@ -346,7 +345,6 @@ class RateLimiter:
         reads against its input limit); the all-tokens budget counts everything.
         """
         buckets, now = self._state(), self._clock()
-        self._strikes = 0
         uncached = usage.input_tokens + usage.cache_write_tokens
         everything = uncached + usage.cache_read_tokens + usage.output_tokens
         buckets["input_tokens"].take(uncached - input_tokens_estimate, now)
@@ -369,25 +367,6 @@ class RateLimiter:
         for dimension, (limit, remaining, reset_in) in reported.items():
             buckets[dimension].observe(limit, remaining, reset_in, now)
         self._wake()
-
-    def reject(self, max_pause_s: float) -> float:
-        """Learn from a 429 that said nothing of the limit or when to retry.
-
-        With no request limit known, the requests admitted in the last minute less one
-        become the limit (the bucket starts empty); everyone on the credential then pauses
-        1 s, doubling with each such 429 in a row, at most ``max_pause_s``.
-
-        Returns:
-            The pause, in seconds.
-        """
-        bucket, now = self._state()["requests"], self._clock()
-        recent = sum(1 for at in self._admitted if now - at < 60.0)
-        if not bucket.capacity and recent > 1:
-            bucket.observe(float(recent - 1), 0.0, None, now)
-        self._strikes += 1
-        seconds = min(2.0 ** (self._strikes - 1), max_pause_s)
-        self.pause(seconds)
-        return seconds
 
     def pause(self, seconds: float) -> None:
         """Make every caller on this credential wait ``seconds`` from now (a 429's retry-after)."""

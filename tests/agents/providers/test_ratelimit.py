@@ -24,7 +24,7 @@ from musec.agents.providers.ratelimit import (
 )
 
 from tests.support.anthropic_server import AnthropicServer, error_response, message
-from tests.support.openai_server import OpenAIServer, chat_stream
+from tests.support.openai_server import OpenAIServer, chat_stream, openai_error, responses_stream
 
 pytestmark = pytest.mark.anyio
 
@@ -276,22 +276,84 @@ async def test_an_endpoint_without_headers_is_not_held_to_the_shipped_tier(
     assert waited == {False: set(), True: {"input_tokens"}}
 
 
-async def test_a_429_without_headers_teaches_the_request_limit(http_client: httpx.AsyncClient) -> None:
-    # A gateway that answers 429 with no retry-after and no rate-limit headers: after three
-    # calls go through and the fourth is refused, three a minute is the limit everyone keeps.
+# A 429 in each family's shape, and a success to retry it with (fresh-user s8 J1).
+_FAMILIES = {
+    "anthropic": ("anthropic/claude-test", AnthropicServer,
+                  lambda headers: error_response(429, "rate_limit_error", "too many requests", headers=headers),
+                  lambda n: message([{"type": "text", "text": f"ok {n}"}])),
+    "openai-responses": ("openai/gpt-test", OpenAIServer,
+                         lambda headers: openai_error(429, "rate_limit_exceeded", "slow down", headers=headers),
+                         lambda n: responses_stream([{"type": "message", "text": f"ok {n}"}])),
+    "openai-compat": ("openai-compat/local-model", OpenAIServer,  # vLLM, llama.cpp, LiteLLM
+                      lambda headers: openai_error(429, None, "too many requests", headers=headers),
+                      lambda n: chat_stream(f"ok {n}")),
+}
+
+
+def _family_provider(family: str, server: AnthropicServer, registry: RateLimitRegistry,
+                     client: httpx.AsyncClient, waits: Waits, **kwargs: object):
+    model = _FAMILIES[family][0]
+    env = "ANTHROPIC" if family == "anthropic" else "OPENAI"
+    return make_provider(model, {f"{env}_API_KEY": KEY, f"{env}_BASE_URL": server.base_url},
+                         http_client=client, limiter=registry, on_rate_limited=waits, **kwargs)
+
+
+@pytest.mark.parametrize("headers", [{}, {"retry-after": "0"}, {"retry-after-ms": "0"}],
+                         ids=["no-headers", "retry-after-0", "retry-after-ms-0"])
+@pytest.mark.parametrize("family", list(_FAMILIES))
+async def test_a_429_that_names_no_wait_slows_only_its_own_retry(
+    http_client: httpx.AsyncClient, family: str, headers: dict[str, str]
+) -> None:
+    # Fresh-user s8 J1: one 429 with no wait named (what vLLM, llama.cpp and LiteLLM send)
+    # made the limiter guess a limit (the requests of the last minute less one) that held
+    # every later request of every session to one per ~15 s while all of them succeeded.
+    # Now the refused call retries after its own backoff and nothing else waits.
+    _, server_class, refusal, success = _FAMILIES[family]
+    registry, waits, notices = RateLimitRegistry(), Waits(), []
+    policy = RetryPolicy(max_attempts=3, base_delay_s=0.05, max_delay_s=0.1)
+    with server_class() as server:
+        server.enqueue(*[success(n) for n in range(5)], refusal(headers),
+                       *[success(n) for n in range(5, 13)])
+        provider = _family_provider(family, server, registry, http_client, waits,
+                                    retry_policy=policy, on_retry=notices.append)
+        other = _family_provider(family, server, registry, http_client, waits)  # another session
+        with anyio.fail_after(5):  # the guessed limit made the retry alone wait ~12 s
+            for n in range(5):
+                await provider.complete(_request(str(n)), _ignore)
+            await provider.complete(_request("refused, then retried"), _ignore)
+            started = anyio.current_time()
+            for n in range(7):
+                await (provider if n % 2 else other).complete(_request(f"after {n}"), _ignore)
+            after = anyio.current_time() - started
+    assert [n.error.status for n in notices] == [429] and notices[0].delay_s <= 0.1
+    assert waits.items == []  # nobody was held by the limiter, before or after
+    assert after < 2.0
+
+
+@pytest.mark.parametrize("headers", [
+    {"retry-after": "0.4"},
+    {"retry-after-ms": "400"},
+    {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "400ms"},
+], ids=["retry-after", "retry-after-ms", "x-ratelimit-reset"])
+@pytest.mark.parametrize("family", ["anthropic", "openai-compat"])
+async def test_a_429_that_names_its_wait_holds_everyone_that_long_and_no_longer(
+    http_client: httpx.AsyncClient, family: str, headers: dict[str, str]
+) -> None:
+    _, server_class, refusal, success = _FAMILIES[family]
     registry, waits = RateLimitRegistry(), Waits()
-    policy = RetryPolicy(max_attempts=2, base_delay_s=0.001, max_delay_s=0.005, max_retry_after_s=0.2)
-    with AnthropicServer() as server:
-        server.enqueue(*[message([{"type": "text", "text": str(n)}]) for n in range(3)],
-                       error_response(429, "rate_limit_error", "too many requests"),
-                       message([{"type": "text", "text": "later"}]))
-        provider = _anthropic(server, registry, http_client, waits, retry_policy=policy)
-        for n in range(3):
-            await provider.complete(_request(str(n)), _ignore)
-        assert waits.items == []
-        with anyio.move_on_after(1.0):  # the retry would wait ~20 s for the learned budget
-            await provider.complete(_request("d"), _ignore)
-    [(_, learned)] = waits.items  # the pause (0.2 s) is inside this longer wait
-    assert learned.reason == "requests" and 15 <= learned.wait_s <= 20.5  # one every 20 s: three a minute
-    limiter = registry.limiter_for("anthropic", server.base_url, KEY)
-    assert limiter._paused_until > 0  # everyone on the key was paused too
+    policy = RetryPolicy(max_attempts=3, base_delay_s=0.05, max_delay_s=0.1)
+    with server_class() as server:
+        server.enqueue(success(0), refusal(headers), *[success(n) for n in range(1, 9)])
+        provider = _family_provider(family, server, registry, http_client, waits, retry_policy=policy)
+        with anyio.fail_after(5):
+            await provider.complete(_request("0"), _ignore)
+            started = anyio.current_time()
+            await provider.complete(_request("refused, then retried"), _ignore)
+            held = anyio.current_time() - started
+            count_before = len(waits.items)
+            started = anyio.current_time()
+            for n in range(6):
+                await provider.complete(_request(f"after {n}"), _ignore)
+            after = anyio.current_time() - started
+    assert held >= 0.3  # the server's wait was kept
+    assert len(waits.items) == count_before and after < 1.5  # and then full speed again
