@@ -34,6 +34,7 @@ class SessionStream:
         self.resyncs = 0
         self.logged_end: dict[str, Any] | None = None
         self.turn_ended_while_away = False
+        self.last_answer: dict[str, Any] | None = None
 
     def event(self, msg: p.Event) -> dict[str, Any] | None:
         """The event ``msg`` carries, decoded; ``None`` when it was read before."""
@@ -45,6 +46,8 @@ class SessionStream:
         kind = ev.get("type")
         if kind == "session_ended":
             self.logged_end = ev
+        elif kind == "model_response" and ev.get("agent", "main") == "main":
+            self.last_answer = ev  # where a long final answer is logged whole (``result_chars``)
         elif kind == "turn_ended" and msg.backlog and self.resyncs and ev.get("agent", "main") == "main":
             # Its Idle went to the subscription that was cut off: the turn ended here.
             self.turn_ended_while_away = True
@@ -64,7 +67,20 @@ class SessionStream:
         usage = end.get("usage")
         return p.SessionEnded(
             id=msg.id, session_id=msg.session_id, exit_reason=str(end.get("exit_reason", "error")),  # type: ignore[arg-type]
-            result=str(end.get("result", "")), turns=int(end.get("turns", 0) or 0),
+            result=self._result(end), turns=int(end.get("turns", 0) or 0),
             usage={k: v for k, v in usage.items() if isinstance(v, int)} if isinstance(usage, dict) else {},
             cost_usd=float(end.get("cost_usd", 0.0) or 0.0), message=str(end.get("message", "")),
             log_path=msg.log_path)
+
+    def _result(self, end: dict[str, Any]) -> str:
+        """The logged end's result; a long one (``result_chars``: only its start is in the
+        end event) is the text of the main agent's last answer, when that is it whole."""
+        result = str(end.get("result", ""))
+        whole = end.get("result_chars")
+        answer = self.last_answer
+        if isinstance(whole, int) and answer is not None and isinstance(answer.get("content"), list):
+            text = "".join(str(b.get("text", "")) for b in answer["content"]
+                           if isinstance(b, dict) and b.get("type") == "text")
+            if len(text) == whole and text.startswith(result):
+                return text
+        return result

@@ -464,16 +464,26 @@ def read_events(path: Path) -> list[AnyEvent]:
 def first_and_last(path: Path) -> tuple[AnyEvent | None, AnyEvent | None]:
     """The events of the first and last whole lines of a log, reading only its ends
     (``None`` where there is no such line, or it is damaged or of a type this musec does not
-    know: the session index lists logs of any musec version)."""
+    know: the session index lists logs of any musec version).
+
+    The last line is read whole however long it is (fresh-user s8 J8: a 5 MB end event,
+    cut to the last 64 KiB, read as damaged, and the finished session was listed as
+    ``interrupted``): back from the end, 64 KiB at a time, to the newline before it."""
     with open(path, "rb") as f:
         head = f.readline()
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        f.seek(max(0, size - 65536))
-        tail = f.read()
+        fd = f.fileno()
+        end = _last_newline_end(fd)  # past the last whole line
+        start = end - 1  # its newline; the line starts after the newline before it
+        while start > 0:
+            lo = max(0, start - 65536)
+            i = os.pread(fd, start - lo, lo).rfind(b"\n")
+            if i >= 0:
+                start = lo + i + 1
+                break
+            start = lo
+        last_line = os.pread(fd, end - 1 - max(start, 0), max(start, 0)) if end > 0 else b""
     first = try_decode(head) if head.endswith(b"\n") else None
-    lines = tail[: tail.rfind(b"\n") + 1].split(b"\n")[:-1]
-    last = try_decode(lines[-1]) if lines else None
+    last = try_decode(last_line) if end > 0 else None
     return first, last
 
 

@@ -38,6 +38,7 @@ from musec.agents.core.events import (
     TurnEnded,
     UserMessage,
     persistence,
+    result_preview,
 )
 from musec.agents.goal.state import GoalState
 
@@ -616,7 +617,9 @@ class Session:
         self.status, self.last_stop = "idle", reason
         self.stir.set()
         by = self.interrupted_by if reason == "interrupted" and not self.stop_cause else ""
-        self.record(TurnEnded(exit_reason=reason, result=result, message=message, interrupted_by=by or msgspec.UNSET))
+        logged, whole = result_preview(result)  # the whole is logged where it was made
+        self.record(TurnEnded(exit_reason=reason, result=logged, result_chars=whole, message=message,
+                              interrupted_by=by or msgspec.UNSET))
         await self.commit.durable(self.log.next_seq - 1)
         self._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=self.id, exit_reason=reason, result=result))
         return reason, result, message
@@ -825,7 +828,9 @@ class Session:
         if write:
             try:
                 board = self.blackboard.stats() if self.blackboard is not None else msgspec.UNSET
-                self.record(SessionEnded(exit_reason=exit_reason, result=result, message=message, turns=self.turns,
+                logged, whole = result_preview(result)
+                self.record(SessionEnded(exit_reason=exit_reason, result=logged, result_chars=whole,
+                                         message=message, turns=self.turns,
                                          usage=dict(self.usage), cost_usd=round(self.cost_usd, 8), blackboard=board))
                 await self.commit.durable(self.log.next_seq - 1)  # the clients are told the end once it is on disk
             except OSError as exc:

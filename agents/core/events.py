@@ -62,7 +62,7 @@ __all__ = [
     "NetConnection", "Persistence", "PlanApproved", "PlanProposed", "PlanStarted", "GrillRound", "PromptBlocked", "RateLimited", "RepoMap", "Review", "SessionEnded",
     "SessionResumed", "SessionStarted", "SkillLoaded", "TestRun", "ToolFinished", "ToolInterrupted", "ToolStarted",
     "TurnEnded", "UnsetType", "UserMessage", "WorkerFinished", "WorkerSpawned", "decode_event", "event_type",
-    "line_fields", "persistence",
+    "RESULT_PREVIEW_CHARS", "line_fields", "persistence", "result_preview",
 ]
 
 
@@ -136,6 +136,20 @@ class LogRepaired(Event, frozen=True, tag="log_repaired"):
     torn_path: str | None = None
 
 
+RESULT_PREVIEW_CHARS = 4000
+"""The most of a turn's or session's result an end event (``TurnEnded``, ``SessionEnded``)
+keeps: a long final answer is in the log once, in the ``model_response`` that gave it
+(fresh-user s8 J8: a 5 MB answer made a 15 MB log, the last line 5 MB)."""
+
+
+def result_preview(result: str) -> tuple[str, int | UnsetType]:
+    """What an end event logs of ``result``: ``(result, UNSET)`` when short, else its first
+    ``RESULT_PREVIEW_CHARS`` characters and the whole's length (``result_chars``)."""
+    if len(result) <= RESULT_PREVIEW_CHARS:
+        return result, UNSET
+    return result[:RESULT_PREVIEW_CHARS], len(result)
+
+
 class TurnEnded(Event, frozen=True, tag="turn_ended"):
     """The main agent stopped: ``exit_reason`` as in ``agents.loop.Outcome``.
     ``interrupted_by``: the client whose interrupt stopped it (``client:N``), so every
@@ -145,17 +159,20 @@ class TurnEnded(Event, frozen=True, tag="turn_ended"):
     result: str = ""
     message: str = ""
     interrupted_by: str | UnsetType = UNSET
+    result_chars: int | UnsetType = UNSET
 
 
 class SessionEnded(Event, frozen=True, tag="session_ended"):
     """The last line of a session that ended (not of one that crashed).
 
     ``usage`` sums the token counts of every model response; ``blackboard`` holds the
-    shared blackboard's statistics when the session had one.
+    shared blackboard's statistics when the session had one. ``result_chars``: as in
+    ``TurnEnded`` (a long result is logged once, not again in each end event).
     """
 
     exit_reason: str = ""
     result: str = ""
+    result_chars: int | UnsetType = UNSET
     message: str = ""
     turns: int = 0
     usage: dict[str, int] = {}

@@ -131,3 +131,21 @@ def test_listing_rereads_only_the_logs_that_changed(state: Path) -> None:
     b.unlink()  # collected: gone from the listing and from the index
     assert [s.id for s in index.list_sessions()] == ["a"]
     assert set(index._cache) == {"a.jsonl"}
+
+
+def test_the_last_line_is_read_whole_however_long(state: Path) -> None:
+    # Fresh-user s8 J8: the index read the last 64 KiB only; a session whose end event held
+    # a 5 MB answer (as logs before the fix do) was listed as interrupted, its updated_at
+    # its start. A torn tail after it changes nothing; a huge last answer with no end after
+    # it is an interrupted session that was active then.
+    sessions = state / "sessions"
+    huge = "x" * 5_000_000
+    _log(sessions, "a", _started(100.0), {**_ended(150.0), "result": huge})
+    _log(sessions, "b", _started(200.0), {**_ended(250.0, "budget"), "result": huge}, torn=b'{"seq": 2, "ty')
+    _log(sessions, "c", _started(300.0), {"ts": 360.0, "type": "model_response", "content": [{"type": "text", "text": huge}]})
+    _log(sessions, "d", {**_started(400.0), "title": "y" * 100_000}, _ended(450.0))  # a long first line too
+    by_id = {s.id: s for s in SessionIndex(sessions, {}).list_sessions()}
+    assert (by_id["a"].status, by_id["a"].updated_at) == ("finished", 150.0)
+    assert (by_id["b"].status, by_id["b"].updated_at) == ("budget", 250.0)
+    assert (by_id["c"].status, by_id["c"].updated_at) == ("interrupted", 360.0)
+    assert (by_id["d"].status, by_id["d"].updated_at) == ("finished", 450.0)
