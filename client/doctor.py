@@ -86,6 +86,36 @@ def _login_words() -> str:
     return "musec login stores one"
 
 
+LOW_SPACE_BYTES = 64 << 20  # under this free, a session's log or one big tool output may not fit
+SOME_SPACE_BYTES = 1 << 30
+
+
+def _space() -> tuple[str, str, str]:
+    """Free space on the disk of the state folder, where every session's log and blobs go
+    (fresh-user s8 J4: a full disk failed every new session while doctor said all ✓)."""
+    state = p.state_home()
+    folder = state
+    while not folder.exists() and folder != folder.parent:  # not made yet: the disk it will be on
+        folder = folder.parent
+    try:
+        st = os.statvfs(folder)
+    except OSError as exc:
+        return ("disk space", WARN, f"cannot read the free space of {state}: {exc.strerror or exc}")
+    free = st.f_bavail * st.f_frsize
+    words = f"{_size(free)} free for the state folder {state}"
+    if free < LOW_SPACE_BYTES:
+        return ("disk space", FAIL, f"only {words}: sessions cannot log; free space there "
+                "(`musec gc --older-than 30d` removes old sessions)")
+    return ("disk space", OK_ if free >= SOME_SPACE_BYTES else WARN, words)
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} bytes"
+
+
 def cmd_doctor() -> Exit:
     """Print one line per check, marked ✓ (works), ! (works; a warning) or ✗ (does not
     work: exit 1). A warning never gets the check mark (fresh-user trial s5, F19)."""
@@ -110,6 +140,7 @@ def cmd_doctor() -> Exit:
     except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
         checks.append(("daemon", FAIL, str(exc)))
     checks.append(_credentials())
+    checks.append(_space())
     gpu = shutil.which("nvidia-smi")
     checks.append(("gpu", OK_ if gpu else WARN, "nvidia-smi found" if gpu else "no NVIDIA GPU (kernel benchmarks will not run)"))
     checks += _extensions()

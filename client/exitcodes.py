@@ -63,6 +63,7 @@ FOR_ERROR: dict[p.ErrorCode, Exit] = {
     "no_hello": Exit.UNREACHABLE,
     "protocol_mismatch": Exit.UNREACHABLE,
     "too_large": Exit.GOAL_UNMET,  # a reply no frame could carry; the daemon goes on
+    "disk_full": Exit.GOAL_UNMET,  # the state folder's disk is full: free space, then again
 }
 
 

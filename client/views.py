@@ -45,9 +45,13 @@ def cmd_log(args: argparse.Namespace) -> Exit:
         for problem in r.problems:
             out(f"FAILED: {problem}")
         torn = all(problem.startswith("torn last line") for problem in r.problems)
-        out(f"the last write was cut short (a crash): `musec resume {r.session_id}` cuts it off, keeps it aside and goes on"
-            if torn else f"the log was changed after it was written: `musec log {r.session_id}` shows the events before "
-            "the first damaged line; a replay or resume stops there")
+        if r.events == 0 and all(problem.startswith("the log is empty") for problem in r.problems):
+            out("a start that failed before it logged anything (e.g. on a full disk): nothing to resume or "
+                "replay; `musec gc` removes the empty log")  # not a changed log (fresh-user s8 J4)
+        else:
+            out(f"the last write was cut short (a crash): `musec resume {r.session_id}` cuts it off, keeps it aside and goes on"
+                if torn else f"the log was changed after it was written: `musec log {r.session_id}` shows the events before "
+                "the first damaged line; a replay or resume stops there")
         return for_condition(Condition.VERIFY_FAILED)
     if len(args.args) != 1:
         raise UsageError("usage: musec log ID [--json] | musec log verify ID")

@@ -14,18 +14,27 @@ class BlobStore:
         self.root = root
 
     def put(self, data: bytes) -> str:
-        """Store ``data`` durably (write, fsync, rename); return its sha256 hex."""
+        """Store ``data`` durably (write, fsync, rename); return its sha256 hex.
+
+        Raises:
+            OSError: it could not be written (the part written is removed).
+        """
         digest = hashlib.sha256(data).hexdigest()
         path = self.path(digest)
         if path.exists():
             return digest
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        try:
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            # A full disk (ENOSPC) must not be kept full by the part written (fresh-user s8 J4).
+            tmp.unlink(missing_ok=True)
+            raise
         return digest
 
     def path(self, digest: str) -> Path:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
+
 
 class DaemonError(Exception):
     """Base of every error the daemon raises on purpose."""
@@ -44,3 +47,21 @@ class CheckFailed(DaemonError):
 
 class BadRequest(DaemonError):
     code = "bad_request"
+
+
+class DiskFull(DaemonError):
+    """The daemon could not write its state folder: the disk (or the person's quota) is
+    full. Nothing half-written is left behind (fresh-user s8 J4)."""
+
+    code = "disk_full"
+
+
+FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(exc: OSError, state: Path) -> DiskFull | None:
+    """The one-line error for ``exc`` when it says the disk is full, else ``None``."""
+    if exc.errno not in FULL_ERRNOS:
+        return None
+    return DiskFull(f"the disk of musec's state folder {state} is full ({exc.strerror or exc}); nothing was "
+                    "done. Free space there (`musec gc --older-than 30d` removes old sessions), then try again")

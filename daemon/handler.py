@@ -25,7 +25,7 @@ from musec.agents.core.events import IntegrationApplied
 from musec.agents.core.words import counted
 
 from . import protocol as p
-from .errors import BadRequest, ClientGone, DaemonError
+from .errors import BadRequest, ClientGone, DaemonError, disk_full
 from .host import SessionHost
 from .logstream import event_batches, send_log
 from .memory import quiet_collector, release_memory
@@ -172,6 +172,11 @@ class Connection:
         except DaemonError as exc:
             await self.send(p.Error(id=getattr(msg, "id", 0), code=exc.code, message=str(exc)))
         except Exception as exc:
+            full = disk_full(exc, self.paths.state) if isinstance(exc, OSError) else None
+            if full is not None:  # a condition of the machine, not a fault of the daemon
+                log.error("request_failed_disk_full", error=str(exc))
+                await self.send(p.Error(id=getattr(msg, "id", 0), code=full.code, message=str(full)))
+                return
             log.exception("request_failed", error=str(exc))
             await self.send(p.Error(id=getattr(msg, "id", 0), code="internal", message=f"{type(exc).__name__}: {exc}"))
 

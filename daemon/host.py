@@ -7,6 +7,7 @@ and ends alone (DESIGN §6).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,22 +68,26 @@ class SessionHost:
         elog = EventLog.create(path, secrets=req.redact, named=p.named_secrets(credentials, req.redact_named),
                                faults=self.deps.faults)
         session = Session(session_id, elog, interactive=req.interactive, end_when_idle=req.end_when_idle)
-        session.blackboard = _blackboard(req.blackboard)
         try:
+            session.blackboard = _blackboard(req.blackboard)
             session.idle_timeout_s = idle_timeout_s(self.deps.paths.config)
             agent = build_main_agent(self.deps, session, req, credentials)
-        except Exception:
-            elog.close()
+            session.agent = agent
+            session.record(session_started_event(req, agent, workspace, session))
+            session.base_approval, session.approve_plan, session.grill_next = req.approval, req.approve_plan, req.grill
+            if req.plan:
+                from .plans import start_planning
+
+                start_planning(session, req.task, only=req.plan_only)
+            self._tell_of_others(session, workspace)
+        except BaseException:
+            # A session that never started leaves no log (fresh-user s8 J4: a start on a full
+            # disk left a 0-byte log, still locked by this daemon, that resume then called
+            # "held by another musec daemon" and `log verify` "changed after it was written").
+            with contextlib.suppress(OSError):
+                elog.close()
             path.unlink(missing_ok=True)
             raise
-        session.agent = agent
-        session.record(session_started_event(req, agent, workspace, session))
-        session.base_approval, session.approve_plan, session.grill_next = req.approval, req.approve_plan, req.grill
-        if req.plan:
-            from .plans import start_planning
-
-            start_planning(session, req.task, only=req.plan_only)
-        self._tell_of_others(session, workspace)
         self._add(session)
         return session
 

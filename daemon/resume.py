@@ -131,6 +131,15 @@ def first_event(path: Path, refill: Callable[[bytes], bytes] | None = None) -> e
     return first
 
 
+def _not_empty(path: Path, sid: str) -> Path:
+    """``path``, refused when empty: a start that failed before its first line (a full disk,
+    with an older musec: fresh-user s8 J4), not a session to resume."""
+    if path.stat().st_size == 0:
+        raise BadRequest(f"session {sid} never started (its log is empty): there is nothing to resume; start "
+                         "a new session with `musec run` (`musec gc` removes the empty log)")
+    return path
+
+
 async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession, *,
                          compacting: bool = False) -> tuple[Session, bool, list[str]]:
     """Reopen the session ``req`` names; return it, whether a turn must be finished (or a
@@ -157,7 +166,7 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
         sid = latest
     if sid in index.live:
         raise BadRequest(f"session {sid} is live in this daemon; join it with `musec attach {sid}`")
-    path = index.log_path(sid)
+    path = _not_empty(index.log_path(sid), sid)
     credentials = {k: v for k, v in req.credentials.items() if k in p.CREDENTIAL_VARS}
     named = p.named_secrets(credentials, req.redact_named)
     with anyio.CancelScope(shield=True):  # an open log holds the lock: it is never abandoned half-way

@@ -49,7 +49,7 @@ IdleReason = Literal[ExitReason, "ready"]
 ErrorCode = Literal[
     "daemon_error", "daemon_already_running", "session_locked", "log_corrupt", "session_not_found",
     "bad_request", "trust_required", "permission_denied", "bad_frame", "no_hello",
-    "protocol_mismatch", "internal", "already_resolved", "too_large", "check_failed",
+    "protocol_mismatch", "internal", "already_resolved", "too_large", "check_failed", "disk_full",
 ]
 """``Error.code``: the condition, by name (each ``DaemonError`` subclass has one; ``too_large``:
 a reply that no frame can carry, named in the message; the connection goes on)."""
