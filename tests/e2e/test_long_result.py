@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from musec.client.stream import SessionStream
+from musec.daemon import protocol as p
+
 from tests.conftest import Musec
 
 ANSWER = "".join(f"line {n} of a very long answer\n" for n in range(170_000))  # ~5 MB
@@ -36,3 +39,10 @@ def test_a_long_final_answer_is_logged_once_and_the_session_listed_finished(
     assert listed["status"] == "finished"
     assert listed["updated_at"] == events[-1]["ts"] > listed["started_at"]
     assert musec("log", "verify", sid).returncode == 0
+
+    # A client that attaches after the end completes it from the log: the whole answer again.
+    stream = SessionStream(conn=None, request_id=1)  # type: ignore[arg-type]  # never re-attaches here
+    for n, line in enumerate(log.read_bytes().splitlines()):
+        stream.event(p.Event(id=1, session_id=sid, seq=n, line=line, backlog=True))
+    ended = stream.ended(p.SessionEnded(id=1, session_id=sid, exit_reason="not_live"))
+    assert (ended.exit_reason, ended.result) == ("finished", ANSWER)
