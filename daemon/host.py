@@ -49,6 +49,7 @@ class SessionHost:
         self.tg = tg
         self.sessions: dict[str, Session] = {}
         self._resuming: set[str] = set()  # ids whose logs are being read for a resume
+        self._unlogged_stops: dict[str, str] = {}  # Session.unlogged_stop of sessions that ended so, by id
         self.index = SessionIndex(deps.paths.sessions, self.sessions)
 
     def start_session(self, req: p.StartSession) -> Session:
@@ -171,7 +172,8 @@ class SessionHost:
             self._resuming.add(sid)
         try:
             timeout_s = idle_timeout_s(self.deps.paths.config)
-            session, mid_turn, interrupted = await resume_session(self.index, self.deps, req, compacting=compacting)
+            session, mid_turn, interrupted = await resume_session(self.index, self.deps, req, compacting=compacting,
+                                                                  stops=self._unlogged_stops)
             session.idle_timeout_s = timeout_s
         finally:
             self._resuming.discard(sid)
@@ -195,7 +197,12 @@ class SessionHost:
 
     def _add(self, session: Session) -> None:
         self.sessions[session.id] = session
-        session.on_end = lambda s: self.sessions.pop(s.id, None)
+        session.on_end = self._ended
+
+    def _ended(self, session: Session) -> None:
+        self.sessions.pop(session.id, None)
+        if session.unlogged_stop:  # its resume says what cut its calls off, not "the daemon stopped"
+            self._unlogged_stops[session.id] = session.unlogged_stop
 
     def live(self, session_id: str) -> Session:
         """The live session ``session_id`` (a prefix) names.

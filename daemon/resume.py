@@ -140,11 +140,28 @@ def _not_empty(path: Path, sid: str) -> Path:
     return path
 
 
+DAEMON_STOPPED = "the daemon stopped while it ran"
+"""What cut a call off, unless the daemon knows better (``resume_session``'s ``stops``)."""
+
+
+async def _session_id(index: SessionIndex, req: p.ResumeSession) -> str:
+    """The id of the session ``req`` resumes: the one it names, else the workspace's latest."""
+    if req.session_id:
+        return index.resolve_id(req.session_id)
+    latest = await anyio.to_thread.run_sync(index.latest, req.workspace)
+    if latest is None:
+        raise BadRequest(f"no session to continue in {req.workspace}; start one with `musec run`")
+    return latest
+
+
 async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSession, *,
-                         compacting: bool = False) -> tuple[Session, bool, list[str]]:
+                         compacting: bool = False, stops: dict[str, str] | None = None,
+                         ) -> tuple[Session, bool, list[str]]:
     """Reopen the session ``req`` names; return it, whether a turn must be finished (or a
     stopped one gone on with: ``pending.stopped_turn``), and the ids of the calls found
     interrupted. ``compacting``: reopened only to compact it (``musec compact``).
+    ``stops``: why sessions of this daemon stopped while it went on (a log that could not
+    be written), by id: the words for the calls that stop cut off; else the daemon stopped.
 
     What reads the whole log (opening it: the torn-tail check and the hash chain; the fold
     into the agents' histories) runs in worker threads, one event at a time, so a long log
@@ -157,13 +174,7 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     """
     from .agent_setup import build_main_agent
 
-    if req.session_id:
-        sid = index.resolve_id(req.session_id)
-    else:
-        latest = await anyio.to_thread.run_sync(index.latest, req.workspace)
-        if latest is None:
-            raise BadRequest(f"no session to continue in {req.workspace}; start one with `musec run`")
-        sid = latest
+    sid = await _session_id(index, req)
     if sid in index.live:
         raise BadRequest(f"session {sid} is live in this daemon; join it with `musec attach {sid}`")
     path = _not_empty(index.log_path(sid), sid)
@@ -216,17 +227,19 @@ async def resume_session(index: SessionIndex, deps: AgentDeps, req: p.ResumeSess
     except BadRequest:
         elog.close()  # nothing written: the session stays as it ended
         raise
-    interrupted = _settle(session, state, req, Path(started.workspace), continues, report)
+    cut_by = (stops or {}).pop(sid, DAEMON_STOPPED)
+    interrupted = _settle(session, state, req, Path(started.workspace), continues, report, cut_by)
     if req.model:
         _note_switch(deps, agent, current)
     return session, mid_turn or bool(continues), interrupted
 
 
 def _settle(session: Session, state: ResumeState, req: p.ResumeSession, workspace: Path, continues: str,
-            report: Any) -> list[str]:
+            report: Any, cut_by: str = "") -> list[str]:
     """Record what the stop left open (a torn line cut off, per ``report`` of the open; cut
     calls, waiting approvals) and ``session_resumed``; return the ids of the calls found
-    interrupted."""
+    interrupted. ``cut_by``: what stopped them (``DAEMON_STOPPED``, or why the session
+    stopped while the daemon went on)."""
     agent = session.agent
     if report.torn_bytes:
         session.record(evt.LogRepaired(torn_bytes=report.torn_bytes, torn_path=report.torn_path))
@@ -234,9 +247,9 @@ def _settle(session: Session, state: ResumeState, req: p.ResumeSession, workspac
     goes_on = bool(state.fanout.pending) and any(call.tool == "spawn_workers" for call in cut)
     if goes_on:
         session.resume_fanout = (state.fanout.pending, state.fanout.pending_finished)
-    interrupted = _answer_cut_calls(session, state, cut, workspace)
+    interrupted = _answer_cut_calls(session, state, cut, workspace, cut_by or DAEMON_STOPPED)
     going = {ev.worker for ev in state.fanout.pending} if goes_on else set()
-    _end_cut_workers(session, [ev for ev in state.fanout.unfinished() if ev.worker not in going])
+    _end_cut_workers(session, [ev for ev in state.fanout.unfinished() if ev.worker not in going], cut_by or DAEMON_STOPPED)
     settle_asked(session, state, mode_given=bool(req.approval))
     session.last_stop = state.last_stop
     if req.budget_usd:  # this run's spending from now on (the session's own cap is not kept)
@@ -257,7 +270,8 @@ def _setup_facts(path: Path, refill: Callable[[bytes], bytes]) -> tuple[evt.Sess
     return started, current_model(path, started.model), campaign_past(path) if started.kernel_spec else None
 
 
-def _answer_cut_calls(session: Session, state: ResumeState, cut: list[evt.ToolStarted], workspace: Path) -> list[str]:
+def _answer_cut_calls(session: Session, state: ResumeState, cut: list[evt.ToolStarted], workspace: Path,
+                      cut_by: str) -> list[str]:
     """Answer each call the stop cut off: a file write with what landed (``landed``), any
     other call as interrupted (never run again). Returns the ids of the interrupted ones."""
     from .landed import WRITE_TOOLS, settle_write
@@ -270,19 +284,19 @@ def _answer_cut_calls(session: Session, state: ResumeState, cut: list[evt.ToolSt
                 session.record(event)
             continue
         session.record(evt.ToolInterrupted(agent=call.agent, call_id=call.call_id, tool=call.tool,
-                                       reason="the daemon stopped while it ran"))
+                                       reason=cut_by))
         interrupted.append(call.call_id)
     return interrupted
 
 
-def _end_cut_workers(session: Session, workers: list[evt.WorkerSpawned]) -> None:
+def _end_cut_workers(session: Session, workers: list[evt.WorkerSpawned], cut_by: str) -> None:
     """End each worker a stop cut off without its ``worker_finished`` (a crash, or a log of
     before fresh-user F23) as ``interrupted``, as a cut-off call is answered (rule 4): it is
     not run again, and its worktree keeps what it changed, uncommitted."""
     for ev in workers:
         session.record(evt.WorkerFinished(
             worker=ev.worker, exit_reason="interrupted", branch=ev.branch,
-            message=f"the daemon stopped while it ran; nothing of it was committed: what it changed is in its worktree {ev.path}"[:500]))
+            message=f"{cut_by}; nothing of it was committed: what it changed is in its worktree {ev.path}"[:500]))
 
 
 def _note_switch(deps: AgentDeps, agent: Any, current: str) -> None:

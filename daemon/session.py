@@ -152,6 +152,7 @@ class Session:
         self.interrupted_by = ""  # the client whose interrupt cut the running turn (``turn_ended``)
         self.stop_cause = ""  # why the running turn was cancelled, when not by the person (``_cut_turn``)
         self.last_stop = ""  # how the latest turn ended (``turn_ended``): a stopped one may be gone on with
+        self.unlogged_stop = ""  # why it stopped without its end logged while the daemon went on (a full disk)
         self.go_on_stopped = False  # a take-over goes on with the stopped turn (``pending.stopped_live_turn``)
         self._scope: anyio.CancelScope | None = None
         self.on_end: Callable[[Session], None] | None = None
@@ -804,6 +805,8 @@ class Session:
                     reason, message = "finished", ""
         except OSError as exc:
             paused = True
+            self.unlogged_stop = ("the session stopped while it ran, the daemon did not: its event log could "
+                                  f"not be written ({exc.strerror or exc})")
             reason, message = "paused", (
                 f"the event log could not be written ({exc.strerror or exc}); nothing after it was done. "
                 f"Free space, then resume with `musec run --resume {self.id}`")

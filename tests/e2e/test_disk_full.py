@@ -98,6 +98,13 @@ def test_a_full_state_disk_is_said_and_leaves_nothing_behind(full_musec: Musec, 
     filler.unlink()
     proc = musec("run", "--model", small, "--approval", "auto", "after", cwd=buggy_repo)
     assert proc.returncode == 0, proc.stderr  # space freed: sessions start again
+    # 4. the first session goes on; its cut call is said to be cut by the log, not by a daemon stop
+    (first,) = [name.removesuffix(".jsonl") for name in logs_before]
+    proc = musec("run", "--resume", first, "--model", small, "--approval", "auto", "go on", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in (state / "sessions" / f"{first}.jsonl").read_text().splitlines()]
+    (cut,) = [e for e in events if e["type"] == "tool_interrupted"]
+    assert "the daemon did not" in cut["reason"] and "No space left on device" in cut["reason"], cut
 
 
 def test_an_empty_log_is_a_session_that_never_started(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
