@@ -94,9 +94,12 @@ def test_collect_removes_old_ended_sessions_and_unreferenced_blobs(state: Path) 
     _log(sessions, "new", _started(9e12))  # updated in the future: never old enough
     index = SessionIndex(sessions, {"live": Live("running"), "keeps": Live("idle")})
 
+    (blobs / "ef").mkdir()
+    (blobs / "ef" / ("3" * 62 + ".tmp4242")).write_bytes(b"y" * 1000)  # a part a crash left
     size = old.stat().st_size + old.with_name("old.jsonl.torn").stat().st_size
-    assert collect(index, state, blobs, DAY_S, dry_run=True) == (["old"], size, [], [size], [], [[]])  # with sizes
-    assert old.exists()  # a dry run removes nothing
+    # The dry run counts the blobs that would go too (fresh-user s8 J4: it said 6 KB, the run freed 2 MB).
+    assert collect(index, state, blobs, DAY_S, dry_run=True) == (["old"], size + 1100, [], [size], [], [[]])
+    assert old.exists() and (blobs / lost_blob[:2] / lost_blob[2:]).exists()  # a dry run removes nothing
 
     removed, freed, kept, _sizes, _notes, _items = collect(index, state, blobs, DAY_S, dry_run=False)
     assert (removed, kept) == (["old"], [])
@@ -104,7 +107,7 @@ def test_collect_removes_old_ended_sessions_and_unreferenced_blobs(state: Path) 
     assert {p.stem for p in sessions.glob("*.jsonl")} == {"live", "keeps", "new"}
     assert (blobs / kept_blob[:2] / kept_blob[2:]).exists()  # a remaining log refers to it
     assert not (blobs / lost_blob[:2] / lost_blob[2:]).exists()
-    assert freed > 100
+    assert freed == size + 1100  # what the dry run said
 
 
 def test_new_session_ids_sort_by_time_and_name_one_log() -> None:
