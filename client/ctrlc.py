@@ -95,21 +95,93 @@ class Terminated(BaseException):
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
+_GONE_ERRNOS = (5, 32)  # EIO (a terminal hung up), EPIPE (the reader of a pipe went away)
+
+
+def output_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` says the terminal (or pipe) the client writes to is gone: a write
+    or a terminal setting failing with EIO or EPIPE (``termios.error`` is not an
+    ``OSError``; its first argument is the errno)."""
+    import termios
+
+    if isinstance(exc, OSError):
+        return exc.errno in _GONE_ERRNOS
+    return isinstance(exc, termios.error) and bool(exc.args) and exc.args[0] in _GONE_ERRNOS
+
+
+def silence_gone_terminal() -> bool:
+    """Point stdin, stdout and stderr at /dev/null where they are a terminal that hung up
+    (or a pipe whose reader left): a write of nothing to it fails with EIO (EPIPE). Later
+    writes (an unwinding live display, a note, the flush at exit) then go nowhere instead
+    of raising, so nothing is written to the dead terminal and no such write ends the
+    client before it has told the daemon (fresh-user s8 J10). True when one was gone."""
+    import os
+    import stat
+
+    gone = []
+    for fd in (1, 2, 0):
+        try:
+            os.write(fd, b"")
+        except OSError as exc:
+            if exc.errno in _GONE_ERRNOS:
+                gone.append(fd)
+    if 1 in gone or 2 in gone:  # stdin on the same terminal is gone with it (it may be read-only: EBADF)
+        try:
+            if stat.S_ISCHR(os.fstat(0).st_mode) and not os.isatty(0):
+                gone.append(0)  # a character device that no longer answers as a terminal: the hung-up one
+        except OSError:
+            pass
+    if not gone:
+        return False
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in set(gone):
+        os.dup2(null, fd)
+    os.close(null)
+    return True
+
+
+def stop_cause(exc: BaseException) -> int | None:
+    """The signal that stops the client, where ``exc`` comes of one: a ``Terminated`` (or
+    an error raised while one unwound: a ``finally`` that wrote to the gone terminal), or
+    the terminal found gone by a failing write before its SIGHUP came (the kernel makes the
+    terminal fail first, then signals: taken as that SIGHUP, which is then ignored, and the
+    terminal silenced; so is a pipe on stdout whose reader left: the output is gone). ``None``: an error of another kind."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, Terminated):
+            return seen.signum
+        seen = seen.__context__
+    if output_gone(exc) and silence_gone_terminal():  # not a socket's EPIPE: a standard stream is gone
+        after_stop_signal()
+        return int(signal.SIGHUP)
+    return None
+
+
+def after_stop_signal() -> None:
+    """What a second stop signal does once the client is stopping: SIGTERM kills at once,
+    as the default does; a SIGHUP is ignored, as it carries nothing new (the terminal is
+    gone; a shell also passes its own hang-up on to its jobs, so one closing brings two)
+    and must not kill the client before it has interrupted its turn."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
 
 @contextmanager
 def stop_signals_raise() -> Iterator[None]:
     """While inside, SIGTERM and SIGHUP raise ``Terminated`` in the main thread, so the client
     can tell the daemon what to do with the turn it drives before it exits (fresh-user G16:
-    by default the process died and the turn ran on). A second one kills at once, as the
-    default does. Outside the main thread it does nothing."""
+    by default the process died and the turn ran on). A terminal that hung up is silenced
+    first (``silence_gone_terminal``). A second SIGTERM kills at once, as the default does;
+    a second SIGHUP is ignored (``after_stop_signal``). Outside the main thread it does
+    nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        for each in STOP_SIGNALS:
-            signal.signal(each, signal.SIG_DFL)
+        after_stop_signal()
+        silence_gone_terminal()
         raise Terminated(signum)
 
     for signum in STOP_SIGNALS:

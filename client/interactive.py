@@ -20,7 +20,7 @@ from musec.daemon import protocol as p
 
 from .approvals import ask_trust
 from .connection import Connection, connect
-from .ctrlc import CTRL_C, Terminated, stop_signals_raise
+from .ctrlc import CTRL_C, Terminated, stop_cause, stop_signals_raise
 from .errors import DaemonLost, NothingToResume, UsageError
 from .exitcodes import OK, Condition, Exit, for_condition, for_error, for_reason, for_signal
 from .interactive_follow import TurnFollower
@@ -94,6 +94,10 @@ def prompt_loop(conn: Connection, args: argparse.Namespace, follower: TurnFollow
             return _prompt_loop(conn, args, held, end_on_leave=end_on_leave)
         except Terminated as stop:
             return held[-1].stopped(stop.signum) if held else for_signal(stop.signum)
+        except Exception as exc:  # a write to the terminal that hung up before its SIGHUP came (J10)
+            if (signum := stop_cause(exc)) is None:
+                raise
+            return held[-1].stopped(signum) if held else for_signal(signum)
 
 
 def _prompt_loop(conn: Connection, args: argparse.Namespace, held: list[TurnFollower], *, end_on_leave: bool) -> Exit:

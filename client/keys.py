@@ -77,7 +77,10 @@ def read_line(question: str, wake_fd: int | None = None, woken: Callable[[], boo
                     line += ch
                     _write(ch)
     finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        try:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        except termios.error:
+            pass  # the terminal is gone (hung up): nothing to give back
 
 
 def discard_typeahead() -> str:
@@ -106,7 +109,7 @@ def discard_typeahead() -> str:
             termios.tcflush(fd, termios.TCIFLUSH)
         finally:
             termios.tcsetattr(fd, termios.TCSANOW, saved)
-    except (OSError, ValueError):
+    except (OSError, ValueError, termios.error):
         return taken.decode("utf-8", "ignore")
     return _without_sequences(taken).decode("utf-8", "ignore")
 
@@ -203,8 +206,8 @@ class EscWatch:
 
         try:
             termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self._saved)
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError, termios.error):
+            pass  # the terminal is gone (hung up): nothing to give back
         self._saved = None
 
     def wait(self, conn: Connection, tick: Any = None, every_s: float = 0.1) -> bool:

@@ -12,7 +12,7 @@ from musec.daemon import protocol as p
 
 from .connection import Connection, connect
 from .errors import DaemonLost, UsageError
-from .ctrlc import Terminated, stop_signals_raise
+from .ctrlc import Terminated, stop_cause, stop_signals_raise
 from .exitcodes import Condition, Exit, for_condition, for_error, for_reason, for_signal
 from .output import counted, err, out_json, out_json_line
 from .render import Renderer
@@ -109,6 +109,10 @@ def follow_run(
                 code = _ctrl_c(follower)
             except Terminated as stop:
                 return follower.stopped(stop.signum)
+            except Exception as exc:  # a write to a terminal that hung up before its SIGHUP came (J10)
+                if (signum := stop_cause(exc)) is None:
+                    raise
+                return follower.stopped(signum)
             if code is not None:
                 return code
 
