@@ -177,6 +177,10 @@ class History:
             case evt.PlanStarted() | evt.PlanApproved():
                 if event.agent == self.agent:
                     self._plan(event)
+            case evt.ApprovalModeChanged() if event.previous == "plan" and event.agent == self.agent:
+                self._user_block(TextBlock(  # /approval MODE left plan mode (fresh-user s8 J11)
+                    f"[the person left plan mode without approving a plan (approval mode {event.approval}): "
+                    "the workspace is writable again; do what the person asks next, not the plan]"))
             case evt.ToolInterrupted():
                 if event.agent == self.agent:
                     text = f"[tool call interrupted: {event.reason}; it may have partly run]"

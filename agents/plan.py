@@ -31,6 +31,7 @@ from typing import Any
 from .core.conversation import ToolSpec
 from .core.events import (
     AnyEvent,
+    ApprovalModeChanged,
     FileEdited,
     GrillRound,
     PlanApproved,
@@ -368,6 +369,8 @@ class PlanState:
             self.approved_by, self.approval = event.by, event.approval
         elif isinstance(event, UserMessage) and self.planning:
             self.proposed = ""  # feedback: the planning goes on
+        elif isinstance(event, ApprovalModeChanged) and self.planning and event.previous == "plan":
+            self.planning, self.proposed = False, ""  # /approval MODE left plan mode: the plan is dropped
 
     @property
     def awaiting_approval(self) -> bool:

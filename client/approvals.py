@@ -112,6 +112,9 @@ class ApprovalDesk:
         except KeyboardInterrupt:
             self.pending.clear()
             out("\n[interrupting…]")
+            if asked.get("tool") == "propose_plan":  # the session stays in plan mode: say how on (J11)
+                out("  plan mode stays on: a message asks for more planning, `/grill` grills the plan, "
+                    "`/approval MODE` leaves plan mode without carrying the plan out")
             self._interrupt(session_id)
             return False
         except EOFError:

@@ -28,7 +28,7 @@ BUILTIN = {
     "/clear": "end this session and start a new one",
     "/optimize": "/optimize SPEC: end this session and start a kernel-optimisation campaign here (cpu-example, kda, mla-decode, or a kernel-task.toml)",
     "/resume": "switch to another session (a picker), or /resume ID",
-    "/approval": "the approval mode; /approval MODE (ask, auto, read-only, never) switches it",
+    "/approval": "the approval mode; /approval MODE (ask, auto, read-only, never) switches it (and leaves plan mode)",
     "/last": "the last tool result in full",
     "/goal": '/goal CONDITION [--check "CMD"] [--budget-usd X] [--max-turns N] [--max-wall D]; /goal pause|resume|clear; /goal: its status',
     "/plan": "/plan [TASK]: plan first, read-only; the plan needs your approval",
@@ -121,8 +121,10 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
             out(f"  approval is {ctx.status.approval or 'ask'}; /approval MODE takes ask, auto, read-only or never")
         else:
             conn.request(p.SetApproval(id=conn.next_id(), session_id=sid, approval=arg))
+            left_plan = ctx.status.approval == "plan"
             ctx.status.approval = arg
-            out(f"  approval is {arg} from the next tool call on")
+            out(f"  {'plan mode is off (its plan is not carried out); ' if left_plan else ''}"
+                f"approval is {arg} from the next tool call on")
     elif name in ("/plan", "/grill"):
         return Outcome("send", text=line)  # the daemon switches the session to plan mode
     elif name == "/last":

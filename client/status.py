@@ -52,6 +52,8 @@ class SessionStatus:
             self._context(ev)
         elif kind in ("session_resumed", "approval_mode_changed") and ev.get("approval"):
             self.approval = str(ev["approval"])
+            if ev.get("previous") == "plan" and self.plan in ("planning", "proposed"):
+                self.plan = ""  # /approval MODE left plan mode (fresh-user s8 J11)
         elif kind == "model_response":
             usage = ev.get("usage")
             if agent == "main" and isinstance(usage, dict):

@@ -75,7 +75,7 @@ def builtin(session: Session, text: str) -> tuple[str, str]:
     if what == "idle":
         from . import protocol as p
 
-        session._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=session.id, exit_reason="ready"))
+        session._broadcast(lambda sub: p.Idle(id=sub.request_id, session_id=session.id, exit_reason="ready", note=said))
     return what, said
 
 
@@ -85,7 +85,7 @@ def _builtin(session: Session, text: str) -> tuple[str, str]:
     if name == "/plan":
         if not session.plan.planning:
             start_planning(session, rest)
-        return ("submit", rest) if rest else ("idle", "plan mode is on; give the task")
+        return ("submit", rest) if rest else ("idle", "plan mode is on: give the task (`/approval MODE` leaves plan mode)")
     if name != "/grill":
         return "submit", text
     session.grill_next = True

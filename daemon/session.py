@@ -442,12 +442,23 @@ class Session:
 
     def set_approval(self, mode: str, by: str) -> None:
         """Switch the main agent's approval mode from its next tool call on, logged as
-        ``approval_mode_changed`` (a switch to the mode in force changes nothing)."""
+        ``approval_mode_changed`` (a switch to the mode in force changes nothing).
+
+        In plan mode it is the way out of it: the plan (if one was proposed) is dropped, not
+        carried out, and the workspace is writable in ``mode`` (the event's ``previous`` is
+        ``plan``: the plan's fold ends planning there). It only set the mode a later
+        approval gave, while the client said "approval is auto" and writes stayed refused
+        (fresh-user s8 J11)."""
         previous = self.agent.approval_mode
-        if self.plan.planning:  # plan mode holds until the plan is approved; "approve" then gives this mode
-            self.base_approval = mode
-        elif mode != previous:
-            self.agent.follow_mode(mode)
+        self.base_approval = mode
+        if mode != previous:
+            if self.plan.planning:
+                from musec.agents.plan import leave_plan_mode
+
+                leave_plan_mode(self.agent, mode)
+                previous = "plan"
+            else:
+                self.agent.follow_mode(mode)
             self.record(ApprovalModeChanged(approval=mode, previous=previous, by=by))
         for worker in self.workers.values():  # a running fan-out's workers follow it too (fresh-user s8 J5)
             worker.follow_mode(self.worker_approval)
