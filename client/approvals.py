@@ -233,10 +233,35 @@ NOT_APPLIED = "\n(what you typed was not applied: that question was already answ
 TYPED_BEFORE = "(what was typed before this question was shown was discarded: answer it now)"
 
 
+ANSWER_WORDS = frozenset({"y", "yes", "n", "no", "a", "always", "u", "e", "k", "f", "g"})
+"""What answers a question here (an approval's, a plan's): alone on a line, never a message."""
+LATE_S = 10.0
+"""How long after a question was withdrawn such a line typed at the prompt is taken as a late
+answer to it (one queued while the turn went on is, however long the turn ran)."""
+_withdrawn_at = [0.0]  # when this terminal's latest question was withdrawn (time.monotonic); 0: none since
+
+
+def late_answer(text: str, queued: bool) -> str:
+    """The note to show instead of sending ``text`` as a message, when it is an answer
+    typed to a question that is gone (fresh-user s8 J2: a ``y`` typed as another terminal
+    answered went to the agent as the person's message); "" to send it. ``queued``: typed
+    while the turn went on (else at the prompt). Any line ends the watch."""
+    import time
+
+    at, _withdrawn_at[0] = _withdrawn_at[0], 0.0
+    word = text.strip().lower()
+    if not at or word not in ANSWER_WORDS or not (queued or time.monotonic() - at < LATE_S):
+        return ""
+    return (f"({word!r} was not sent: it answers a question that was already answered or withdrawn; "
+            "type a whole message to send one)")
+
+
 def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | None:
     """A line from the person (``keys.read_line``: Esc raises ``EscPressed``, a
     ``KeyboardInterrupt``, and is not echoed), or ``None`` (after saying why) when the
-    daemon says the question no longer stands (``_withdrawn``)."""
+    daemon says the question no longer stands (``_withdrawn``): a line typed just after
+    it that only answers it is then dropped, not sent as a message (``late_answer``)."""
+    _withdrawn_at[0] = 0.0  # a question stands again: what is typed now answers it
     with CTRL_C.waiting():  # a Ctrl-C kept while the question was shown interrupts here
         if conn is None:
             return read_line(question)
@@ -248,8 +273,11 @@ def _read_answer(question: str, conn: Connection | None, call_id: Any) -> str | 
 
         answer = read_line(question, conn.sock.fileno(), withdrawn)
         if answer is None:
+            import time
+
             typed = discard_typeahead().strip()  # an answer typed as another terminal's came
             out("\n" + why[0] + (NOT_APPLIED if typed else ""))
+            _withdrawn_at[0] = time.monotonic()
         return answer
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from musec.daemon import protocol as p
 
-from .approvals import ask_trust
+from .approvals import ask_trust, late_answer
 from .connection import Connection, connect
 from .ctrlc import CTRL_C, Terminated, stop_cause, stop_signals_raise
 from .errors import DaemonLost, NothingToResume, UsageError
@@ -152,6 +152,7 @@ def _prompt_loop(conn: Connection, args: argparse.Namespace, held: list[TurnFoll
             if conn.has_ready():
                 continue  # read with the last reply, or while the catalog was asked for: shown first
             try:
+                queued = bool(ahead)
                 if ahead:
                     text = ahead.pop(0)
                 else:
@@ -162,6 +163,9 @@ def _prompt_loop(conn: Connection, args: argparse.Namespace, held: list[TurnFoll
             except (EOFError, KeyboardInterrupt):
                 break
             if not text.strip():
+                continue
+            if note := late_answer(text, queued):  # a y typed as another terminal answered (J2)
+                out(f"  {note}")
                 continue
             if sys.stdin.isatty():
                 renderer.person(text)  # the prompt is erased when done: the message stays above

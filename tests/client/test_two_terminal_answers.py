@@ -149,3 +149,34 @@ def test_a_terminal_closed_during_its_turn_interrupts_it_unless_another_follows(
     events = _until_logged(musec, sid, lambda es: [e["type"] for e in es].count("turn_ended") == 2,
                            "the second turn to end", timeout_s=20)
     assert [e["exit_reason"] for e in events if e["type"] == "turn_ended"] == ["interrupted", "interrupted"]
+
+
+def test_an_answer_typed_after_another_terminal_answered_is_not_sent_as_a_message(
+    musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory,
+) -> None:
+    # s8 J2: the second terminal saw the question withdrawn ("answered in another terminal"),
+    # then its person's `y` Enter went to the agent as a new message "y" (after a denied
+    # edit, read as "yes, go ahead"). A lone answer to a question that is gone is dropped.
+    script = tmp_path / "late.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "edit_file", "input": {"path": "pager.py", "old_string": "def ", "new_string": "def  "}}],
+        [{"text": "Left it as it was."}],
+        [{"text": "a second turn ran"}],
+    ]}))
+    first = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval ask", musec.env, buggy_repo)
+    first.wait_for(lambda s: "›" in s, "the prompt")
+    first.send("change the pager", "Enter")
+    first.wait_for(lambda s: "[y]es / [n]o" in s, "the question in the first terminal")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    second = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    second.wait_for(lambda s: "[y]es / [n]o" in s, "the question in the second terminal")
+    first.send("n", "Enter")
+    second.wait_for(lambda s: "Left it as it was." in s and prompt_after(s, "Left it as it was."),
+                    "the question withdrawn, the turn's end and the prompt in the second terminal")
+    second.send("y", "Enter")  # a moment too late
+    screen = second.wait_for(lambda s: "'y' was not sent" in s, "the late answer dropped with a note")
+    assert "a second turn ran" not in screen and "a second turn ran" not in first.screen()
+    second.send("y", "Enter")  # typed again, it is a message as any other
+    second.wait_for(lambda s: "a second turn ran" in s, "the second turn")
+    texts = [e.get("text") for e in _events(musec, sid) if e["type"] == "user_message"]
+    assert texts == ["change the pager", "y"], texts
