@@ -148,6 +148,8 @@ def _goal(ctx: Context, arg: str) -> None:
         out(f"  {safe(str(exc))}")
         return
     for line in reply.lines:
+        if line.startswith("goal ") and line.split(":", 1)[0].endswith(" set"):
+            continue  # its goal_set event shows it ("◎ goal g1 set: ..."): said once (fresh-user s8 J3)
         out(f"  {safe(line)}")
 
 

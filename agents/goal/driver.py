@@ -203,7 +203,7 @@ class GoalDriver:
         summary = self._summary(why)
         self._update("paused", "stuck", why, summary)
         return Outcome("goal_unmet", result=summary,
-                       message=f"goal {st.goal_id} paused, {why}; /goal resume (or a message) goes on")
+                       message=f"goal {st.goal_id} paused, {why}; /goal resume goes on (a message alone leaves it paused)")
 
     def _end(self, status: str, exit_reason: str, why: str, summary: str = "") -> Outcome:
         summary = summary or self._summary(why)

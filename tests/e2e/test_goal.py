@@ -122,6 +122,9 @@ def test_a_stuck_goal_pauses_and_a_resume_goes_on(musec: Musec, buggy_repo: Path
     assert proc.returncode == 1, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert result["exit_reason"] == "goal_unmet" and "paused, stuck: the check `python -m pytest -q` failed the same way 3 judgments in a row" in result["message"]
+    # s8 J3: the hint said "(or a message) goes on", but a message never resumed it (as in
+    # Codex, a paused goal stays paused until resumed): the hint says so now.
+    assert result["message"].endswith("/goal resume goes on (a message alone leaves it paused)"), result["message"]
     sid = result["session_id"]
     paused = [e for e in _events(musec, sid) if e["type"] == "goal_updated"]
     assert [(e["status"], e["by"]) for e in paused] == [("paused", "stuck")]
