@@ -282,6 +282,15 @@ def stop_waiting(session_id: str) -> Exit:
     return for_condition(Condition.INTERRUPTED)
 
 
+GOAL_RESUME_HINT = "/goal resume goes on"
+
+
+def _headless_hint(message: str, session_id: str) -> str:
+    """``message`` with the interactive ``/goal resume`` (a paused goal's hint) said as a
+    headless run goes on: ``musec run --resume ID "/goal resume"`` (fresh-user s8 J12)."""
+    return message.replace(GOAL_RESUME_HINT, f'`musec run --resume {session_id} "/goal resume"` goes on')
+
+
 def finish_run(output_format: OutputFormat, msg: p.SessionEnded) -> Exit:
     """Print the run's end (a JSON result, or a line on stderr) and return its exit code."""
     code = for_reason(msg.exit_reason)
@@ -294,6 +303,6 @@ def finish_run(output_format: OutputFormat, msg: p.SessionEnded) -> Exit:
         })
     else:
         if msg.message and msg.exit_reason != "finished":
-            err(f"musec: {msg.message}")
+            err(f"musec: {_headless_hint(msg.message, msg.session_id)}")
         err(f"musec: {msg.exit_reason} after {counted(msg.turns, 'turn')}; log: {msg.log_path}")
     return code

@@ -139,6 +139,16 @@ def test_a_stuck_goal_pauses_and_a_resume_goes_on(musec: Musec, buggy_repo: Path
     _replays(musec, sid)
 
 
+def test_a_stuck_goal_in_a_headless_run_says_how_a_headless_run_goes_on(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    # s8 J12: `musec run` said the interactive "/goal resume goes on"; it names the command now.
+    script = _script(tmp_path, [[{"text": "Done."}], [{"text": "Done."}], [{"text": "Done."}]], evaluator=[])
+    proc = musec("run", "--model", f"scripted:{script}", "--approval", "auto", "--goal", CONDITION, "--check", CHECK,
+                 cwd=buggy_repo)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    assert f'; `musec run --resume {sid} "/goal resume"` goes on (a message alone leaves it paused)' in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("point", ["goal_check", "goal_verdict"])
 def test_kill_9_mid_goal_and_resume_keeps_the_counters(point: str, musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
     if point == "goal_check":  # killed with the first check run and unlogged; the budget is 2 turns
