@@ -180,3 +180,30 @@ def test_an_answer_typed_after_another_terminal_answered_is_not_sent_as_a_messag
     second.wait_for(lambda s: "a second turn ran" in s, "the second turn")
     texts = [e.get("text") for e in _events(musec, sid) if e["type"] == "user_message"]
     assert texts == ["change the pager", "y"], texts
+
+
+def test_an_answer_typed_after_another_terminal_answered_while_the_turn_goes_on_is_not_sent(
+    musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory,
+) -> None:
+    # The same late `y`, typed while the allowed command still runs: it was queued and sent
+    # as the next message when the turn ended.
+    script = tmp_path / "late.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool": "bash", "input": {"command": "sleep 4; echo slept"}}],
+        [{"text": "Ran it."}],
+        [{"text": "a second turn ran"}],
+    ]}))
+    first = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval ask", musec.env, buggy_repo)
+    first.wait_for(lambda s: "›" in s, "the prompt")
+    first.send("sleep a while", "Enter")
+    first.wait_for(lambda s: "[y]es / [n]o" in s, "the question in the first terminal")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    second = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    second.wait_for(lambda s: "[y]es / [n]o" in s, "the question in the second terminal")
+    first.send("y", "Enter")
+    second.wait_for(lambda s: "(answered in another terminal)" in s, "the question withdrawn in the second terminal")
+    second.send("y", "Enter")  # a moment too late: the command runs on
+    screen = second.wait_for(lambda s: "'y' was not sent" in s, "the late answer dropped with a note", timeout_s=40)
+    assert "Ran it." in screen and "a second turn ran" not in screen
+    texts = [e.get("text") for e in _events(musec, sid) if e["type"] == "user_message"]
+    assert texts == ["sleep a while"], texts
