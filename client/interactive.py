@@ -9,12 +9,10 @@ turn too; Ctrl-C or Ctrl-D at the prompt leaves. prompt_toolkit and rich load on
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from musec.daemon import protocol as p
 
@@ -26,7 +24,7 @@ from .exitcodes import OK, Condition, Exit, for_condition, for_error, for_reason
 from .interactive_follow import TurnFollower
 from .interactive_input import Woken
 from .output import err, out
-from .quick import age
+from .picker import pick_session
 from .render import Renderer
 from .requests import credentials, resolve_workspace, secret_env, secret_values, start_request, wire_environment
 from .slash import Context, run_command
@@ -162,28 +160,37 @@ def _prompt_loop(conn: Connection, args: argparse.Namespace, held: list[TurnFoll
                 continue
             except (EOFError, KeyboardInterrupt):
                 break
-            if not text.strip():
-                continue
-            if note := late_answer(text, queued):  # a y typed as another terminal answered (J2)
-                out(f"  {note}")
-                continue
-            if sys.stdin.isatty():
-                renderer.person(text)  # the prompt is erased when done: the message stays above
-            if text.strip().startswith("/"):
-                done = _slash(conn, args, text.strip(), Context(conn, session_id, status, workspace, renderer.last_result,
-                                                                {"models": models or []}, slash), follower)
-                if done == "leave":
-                    break
-                if done == "stay":
-                    continue
-                if done != "send":
-                    return done
-            try:
-                _send(conn, follower, text)
-            except DaemonLost as exc:
-                lost(exc, session_id)
-                return for_condition(Condition.DAEMON_LOST)
+            ctx = Context(conn, session_id, status, workspace, renderer.last_result, {"models": models or []}, slash)
+            done = _take(conn, args, text, queued, ctx, follower)
+            if done == "leave":
+                break
+            if done != "stay":
+                return done
     return _end(conn, session_id) if end_on_leave else OK
+
+
+def _take(conn: Connection, args: argparse.Namespace, text: str, queued: bool, ctx: Context,
+          follower: TurnFollower) -> Exit | str:
+    """Act on a line the person typed (``queued``: typed while the agent worked): a
+    message is sent, a slash command run; ``"stay"`` to read the next line, ``"leave"``
+    to leave, else the exit code."""
+    if not text.strip():
+        return "stay"
+    if note := late_answer(text, queued):  # a y typed as another terminal answered (J2)
+        out(f"  {note}")
+        return "stay"
+    if sys.stdin.isatty():
+        follower.renderer.person(text)  # the prompt is erased when done: the message stays above
+    if text.strip().startswith("/"):
+        done = _slash(conn, args, text.strip(), ctx, follower)
+        if done != "send":
+            return done
+    try:
+        _send(conn, follower, text)
+    except DaemonLost as exc:
+        lost(exc, ctx.session_id)
+        return for_condition(Condition.DAEMON_LOST)
+    return "stay"
 
 
 def _start(conn: Connection, args: argparse.Namespace, renderer: Renderer,
@@ -385,61 +392,6 @@ def _choose(conn: Connection, arg: str, current: str) -> str | None:
         out("  no other session to resume")
         return None
     return pick_session(sessions)
-
-
-PICKER_HINT = "↑/↓ choose · Enter resumes · Esc, q or Ctrl-C cancels"
-
-
-def picker_rows(sessions: list[p.SessionInfo]) -> list[tuple[str, str]]:
-    """``(id, row)`` per session: title, state, age, workspace in columns as wide as their
-    widest entry (a long state such as ``provider_unreachable`` keeps them aligned)."""
-    from .output import Column, safe, table
-
-    rows = table([[s.title or "(untitled)", s.status, age(s.updated_at), s.workspace] for s in sessions],
-                 [Column(width=50), Column(), Column(align=">"), Column()])
-    return [(s.id, safe(row)) for s, row in zip(sessions, rows, strict=True)]
-
-
-def pick_session(sessions: list[p.SessionInfo]) -> str | None:
-    """An arrow-key picker over sessions, the most recently active first; ``None`` when
-    cancelled (Esc, q, Ctrl-C or Ctrl-D). Other keys do nothing: typed text never picks.
-    The list is erased when done; a choice leaves one line naming the session."""
-    from prompt_toolkit.key_binding import KeyBindings
-    from prompt_toolkit.keys import Keys
-    from prompt_toolkit.shortcuts.choice_input import ChoiceInput
-
-    class _Picker(ChoiceInput):  # type: ignore[misc]
-        """prompt_toolkit's ``choice`` whose list is erased when it is done (chosen or
-        cancelled), as the prompt is: ``choice`` (3.0.53) has no ``erase_when_done``."""
-
-        def _create_application(self) -> Any:
-            app = super()._create_application()
-            app.erase_when_done = True
-            return app
-
-    keys = KeyBindings()
-
-    @keys.add("escape", eager=True)
-    @keys.add("q")
-    @keys.add("c-d")
-    def _cancel(event: object) -> None:
-        event.app.exit(result=None)  # type: ignore[attr-defined]
-
-    @keys.add(Keys.Any)
-    def _ignore(event: object) -> None:
-        """Typed text is not a choice (the list's own type-to-find would pick by letter)."""
-
-    try:
-        picked = _Picker(message=f"Resume which session?  ({PICKER_HINT})", options=picker_rows(sessions),
-                         key_bindings=keys).prompt()
-    except (KeyboardInterrupt, EOFError):
-        picked = None
-    chosen = next((s for s in sessions if s.id == picked), None)
-    if chosen is not None:  # the list is gone: one line says which session comes
-        from .output import safe
-
-        out(f"(resuming session {chosen.id}: {safe(' '.join((chosen.title or '(untitled)').split()))[:80]})")
-    return picked
 
 
 def cmd_resume(args: argparse.Namespace) -> Exit:

@@ -38,15 +38,14 @@ from .integration import (
 from .landing import ApplyResult, apply
 from .repo import BaseCommit, prepare_base, uncommitted_paths
 from .testcmd import TestCommand, TestRun, detect_test_command, failing_tests, run_tests
+from .removal import Removal, remove_worktrees
 from .worktrees import (
     INTEGRATION,
-    Removal,
     WorkerState,
     Worktree,
     branch_name,
     commit_all,
     create_worktree,
-    remove_worktrees,
     worker_states,
     worktree_path,
 )

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from musec.client.interactive import PICKER_HINT, picker_rows
+from musec.client.picker import PICKER_HINT, picker_rows
 from musec.daemon import protocol as p
 
 from tests.client.test_interactive_tmux import (
