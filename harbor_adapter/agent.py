@@ -197,11 +197,18 @@ class MusecAgent(BaseInstalledAgent):
         return MusecAgent._wheel_cache[key]
 
     async def _local_wheel(self) -> Path | None:
-        """The wheel of the running musec, built once per process from its editable checkout
-        (``None`` when musec was installed from a package: the index has that version)."""
-        source = _editable_source()
+        """The wheel of the running musec: the local wheel it was installed from, else one
+        built once per process from the checkout or archive it was installed from, editable
+        or not (``None`` when musec came from the package index: the index has that version).
+
+        Raises:
+            RuntimeError: the checkout or file musec was installed from is gone.
+        """
+        source = _local_source()
         if source is None:
             return None
+        if source.suffix == ".whl":
+            return source
         if MusecAgent._wheel_lock is None:
             MusecAgent._wheel_lock = asyncio.Lock()
         async with MusecAgent._wheel_lock:
@@ -307,15 +314,27 @@ def _musec_version() -> str:
     return version("musec")
 
 
-def _editable_source() -> Path | None:
-    """The checkout an editable ``pip install -e`` of musec points to, else ``None``."""
-    from importlib.metadata import distribution
+def _local_source() -> Path | None:
+    """Where this musec was installed from when that is a local checkout, wheel or archive
+    (PEP 610's ``direct_url.json``: ``pip install -e .``, ``pip install .``, ``pip install
+    FILE``); ``None`` when it came from the package index (no ``file:`` URL).
 
-    text = distribution("musec").read_text("direct_url.json") or "{}"
-    info = json.loads(text)
-    if not (info.get("dir_info") or {}).get("editable") or not str(info.get("url", "")).startswith("file://"):
+    Raises:
+        RuntimeError: that checkout or file is gone (the index is not asked instead: a
+            package of that name and version there need not be this musec).
+    """
+    from importlib.metadata import distribution
+    from urllib.parse import unquote, urlparse
+
+    info = json.loads(distribution("musec").read_text("direct_url.json") or "{}")
+    url = urlparse(str(info.get("url", "")))
+    if url.scheme != "file":
         return None
-    return Path(info["url"].removeprefix("file://"))
+    path = Path(unquote(url.path))
+    if not path.exists():
+        raise RuntimeError(f"musec was installed from {path}, which is gone: install musec again, or give "
+                           "the wheel to install in each trial with --ak wheel=PATH")
+    return path
 
 
 def _scratch_dir(prefix: str) -> Path:
