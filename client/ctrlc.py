@@ -125,6 +125,9 @@ def silence_gone_terminal() -> bool:
         except OSError as exc:
             if exc.errno in _GONE_ERRNOS:
                 gone.append(fd)
+            continue
+        if fd != 0 and _reader_left(fd):
+            gone.append(fd)
     if 1 in gone or 2 in gone:  # stdin on the same terminal is gone with it (it may be read-only: EBADF)
         try:
             if stat.S_ISCHR(os.fstat(0).st_mode) and not os.isatty(0):
@@ -138,6 +141,23 @@ def silence_gone_terminal() -> bool:
         os.dup2(null, fd)
     os.close(null)
     return True
+
+
+def _reader_left(fd: int) -> bool:
+    """Whether ``fd`` is a pipe whose reader has closed it (``musec run ... | head`` once
+    head is done): a write of nothing to a pipe succeeds whatever, but poll says POLLERR."""
+    import os
+    import select
+    import stat
+
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(revents & select.POLLERR for _, revents in poller.poll(0))
+    except OSError:
+        return False
 
 
 def stop_cause(exc: BaseException) -> int | None:

@@ -122,3 +122,24 @@ def test_sigterm_or_sighup_interrupts_the_runs_turn_and_exits_128_plus_the_signa
     events = [json.loads(line) for line in follow.stdout.splitlines()]
     assert events[-1]["type"] == "session_ended" and events[-1]["exit_reason"] == "interrupted", events[-1]
     assert [e["type"] for e in events].count("tool_interrupted") == 1
+
+
+def test_a_reader_that_leaves_the_pipe_interrupts_the_runs_turn(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    # fresh-user s8 K9: `musec run --output-format stream-json ... | head -1` exited 0 at once
+    # while the agent worked on unwatched in auto mode (a write of nothing to a pipe whose
+    # reader left succeeds, so the output was not seen gone). Text and json runs into a pipe
+    # write only complete messages, so they see the reader gone at their next write.
+    output_format = "stream-json"
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [[{"text": "working on it\n"}, {"tool": "bash", "input": {"command": "sleep 30"}}],
+                                            [{"text": "done"}]]}))
+    line = (f"{BIN / 'musec'} run --model scripted:{script} --approval auto --output-format {output_format} go "
+            "| head -c 1 >/dev/null; echo status=${PIPESTATUS[0]}")
+    proc = subprocess.run(["bash", "-c", line], env=musec.env, cwd=buggy_repo, capture_output=True, text=True,
+                          timeout=60)
+    assert "status=129" in proc.stdout, proc.stdout + proc.stderr
+    sid = musec.json("sessions", "--json", cwd=buggy_repo)[0]["id"]
+    events = [json.loads(x) for x in musec("log", sid, "--json").stdout.splitlines()]
+    ended = [e for e in events if e["type"] == "turn_ended"]
+    assert ended and ended[-1]["exit_reason"] == "interrupted" and not any(e["type"] == "tool_finished" and "sleep" in
+                                                                      str(e.get("content")) for e in events)
