@@ -64,6 +64,7 @@ FOR_ERROR: dict[p.ErrorCode, Exit] = {
     "protocol_mismatch": Exit.UNREACHABLE,
     "too_large": Exit.GOAL_UNMET,  # a reply no frame could carry; the daemon goes on
     "disk_full": Exit.GOAL_UNMET,  # the state folder's disk is full: free space, then again
+    "still_followed": Exit.OK,  # the session was left open for the other terminal following it
 }
 
 

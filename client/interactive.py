@@ -310,10 +310,11 @@ def _start_in_place(conn: Connection, args: argparse.Namespace, status: SessionS
 def _end(conn: Connection, session_id: str) -> Exit:
     """End the session and return its exit code, as ``musec attach`` gives it for the same
     session (an error the agent reported: 1), except that an interrupted last turn is 0:
-    the person interrupted it and then chose to leave."""
+    the person interrupted it and then chose to leave. A session another terminal follows
+    is left open for it (``EndSession.unless_followed``)."""
     if not session_id:
         return OK
-    req = p.EndSession(id=conn.next_id(), session_id=session_id)
+    req = p.EndSession(id=conn.next_id(), session_id=session_id, unless_followed=True)
     deadline = time.monotonic() + 10
     try:
         conn.send(req)
@@ -322,6 +323,8 @@ def _end(conn: Connection, session_id: str) -> Exit:
             if isinstance(msg, p.SessionEnded) and msg.session_id == session_id:
                 return OK if msg.exit_reason == "interrupted" else for_reason(msg.exit_reason)
             if isinstance(msg, p.Error) and msg.id == req.id:
+                if msg.code == "still_followed":  # fresh-user s8 K3: it ended under the other terminal
+                    out(f"(left; session {session_id} stays open for the terminal attached to it)")
                 break
     except Exception:  # noqa: BLE001 - leaving anyway; the daemon ends idle sessions itself
         pass

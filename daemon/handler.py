@@ -307,14 +307,22 @@ class Connection:
                     await self.send(p.Error(id=msg.id, code="already_resolved", message=STALE_ANSWER))
                     return
             case p.Interrupt():
-                if not (msg.unless_followed and any(sub not in self.subscriptions for sub in session.subscribers)):
+                if not (msg.unless_followed and self._others_follow(session)):
                     session.interrupt(self.name)
             case p.EndSession():
+                if msg.unless_followed and self._others_follow(session):
+                    await self.send(p.Error(id=msg.id, code="still_followed",
+                                            message="another terminal follows the session: it stays open for it"))
+                    return
                 session.end()
             case p.SetApproval():
                 session.set_approval(msg.approval, self.name)
                 await session.durable()  # its approval_mode_changed, before the client is told
         await self.send(p.Ok(id=msg.id))
+
+    def _others_follow(self, session: Any) -> bool:
+        """Whether a client other than this one follows ``session``."""
+        return any(sub not in self.subscriptions for sub in session.subscribers)
 
     async def _goal(self, msg: p.GoalCommand) -> p.GoalReply:
         """``/goal`` for a live session. Raises ``BadRequest`` with the usage or the reason."""

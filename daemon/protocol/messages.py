@@ -50,9 +50,11 @@ ErrorCode = Literal[
     "daemon_error", "daemon_already_running", "session_locked", "log_corrupt", "session_not_found",
     "bad_request", "trust_required", "permission_denied", "bad_frame", "no_hello",
     "protocol_mismatch", "internal", "already_resolved", "too_large", "check_failed", "disk_full",
+    "still_followed",
 ]
 """``Error.code``: the condition, by name (each ``DaemonError`` subclass has one; ``too_large``:
-a reply that no frame can carry, named in the message; the connection goes on)."""
+a reply that no frame can carry, named in the message; the connection goes on;
+``still_followed``: an ``EndSession.unless_followed`` not done, another client follows)."""
 ApplyHow = Literal["fast-forward", "merge", "commit", "uncommitted", "up-to-date"]
 PlanAction = Literal["", "approve", "approve_auto", "edit", "fresh", "feedback", "grill"]
 """An answer to a plan's approval (``ApprovalAnswer.plan_action``): approve it, approve and
@@ -307,11 +309,16 @@ class Interrupt(_Msg, tag="interrupt"):
 class EndSession(_Msg, tag="end_session"):
     """End a live session.
 
+    ``unless_followed``: only when no other client follows the session (the terminal that
+    started it leaves with Ctrl-D while another terminal is attached: the session stays
+    theirs); when another does, the reply is ``Error`` with code ``still_followed``.
+
     Reply: ``Ok``; subscribers get ``SessionEnded``.
     """
 
     id: int
     session_id: str
+    unless_followed: bool = False
 
 
 class SetApproval(_Msg, tag="set_approval"):

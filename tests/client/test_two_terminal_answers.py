@@ -207,3 +207,25 @@ def test_an_answer_typed_after_another_terminal_answered_while_the_turn_goes_on_
     assert "Ran it." in screen and "a second turn ran" not in screen
     texts = [e.get("text") for e in _events(musec, sid) if e["type"] == "user_message"]
     assert texts == ["sleep a while"], texts
+
+
+def test_leaving_with_ctrl_d_keeps_the_session_for_an_attached_terminal(
+    musec: Musec, buggy_repo: Path, tmp_path: Path, tmux_factory,
+) -> None:
+    # fresh-user s8 K3: Ctrl-D in the terminal that started the session ended it under the
+    # terminal attached to it, which was using it.
+    script = tmp_path / "two.json"
+    script.write_text(json.dumps({"turns": [[{"text": "First answer."}], [{"text": "Second answer."}]]}))
+    first = tmux_factory(f"{BIN / 'musec'} --model scripted:{script} --approval auto", musec.env, buggy_repo)
+    first.wait_for(lambda s: "›" in s, "the prompt")
+    first.send("one", "Enter")
+    first.wait_for(lambda s: "First answer." in s and prompt_after(s, "First answer."), "the first answer")
+    sid = musec.json("sessions", "--workspace", str(buggy_repo), "--json")[0]["id"]
+    second = tmux_factory(f"{BIN / 'musec'} attach {sid}", musec.env, buggy_repo)
+    second.wait_for(lambda s: "First answer." in s and "›" in s.rpartition("First answer.")[2], "the attached prompt")
+    first.send("C-d")
+    screen = first.wait_for(lambda s: "EXITED=" in s, "the first terminal to leave")
+    assert "EXITED=0" in screen and f"session {sid} stays open" in screen, screen
+    second.send("two", "Enter")
+    second.wait_for(lambda s: "Second answer." in s, "the answer in the terminal that stayed")
+    assert not [e for e in _events(musec, sid) if e["type"] == "session_ended"]
