@@ -247,7 +247,7 @@ class McpServer:
             self._fail_inflight(error)
             attempt = 1 if started else attempt + 1
             if attempt > self.max_restarts:
-                self._give_up(f"{error} (gave up after {self.max_restarts} attempts)")
+                self._give_up(f"{error} (gave up after {self.max_restarts} attempts)" if self.max_restarts else error)
                 return
             delay = min(self.backoff_s * 2 ** (attempt - 1), 30.0)
             self.state, self.error = "restarting", error
