@@ -66,7 +66,7 @@ def cmd_mcp(args: argparse.Namespace) -> Exit:
     if args.json:
         out_json([{"server": s.server, "transport": s.transport, "source": s.source, "state": s.state,
                    "error": s.error, "tools": s.tools} for s in report.mcp])
-        return OK
+        return Exit.GOAL_UNMET if any(s.state != "running" for s in report.mcp) else OK  # 1: a server failed
     if not report.mcp:
         out("no MCP servers: add [mcp_servers.NAME] to your config.toml, or .mcp.json to a trusted repository")
     for s in report.mcp:
@@ -77,4 +77,4 @@ def cmd_mcp(args: argparse.Namespace) -> Exit:
     waiting = [r.name for r in report.rows if r.state != "active" and r.name == ".mcp.json"]
     if waiting:
         out("the repository's .mcp.json waits for trust: run musec in it and trust it, or pass --trust")
-    return OK
+    return Exit.GOAL_UNMET if any(s.state != "running" for s in report.mcp) else OK  # 1: a server failed

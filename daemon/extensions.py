@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from . import protocol as p
 from .errors import BadRequest
 
+MCP_PROBE_S = 5.0  # the most ``musec mcp list`` waits for the servers (started all at once)
+
 if TYPE_CHECKING:
     from musec.agents.loop import Agent
 
@@ -118,11 +120,15 @@ async def inspect_workspace(config_dir: Path, state_dir: Path, msg: p.InspectWor
         from musec.agents.tools.sandbox import find_bwrap
 
         # A project's servers start in the default sandbox (no network), as in a session.
+        # All at once, one try each, at most MCP_PROBE_S: a broken server is shown failed, with its stderr's tail.
         manager = McpManager(ext.mcp, workspace=workspace, environment=dict(msg.environment), on_event=lambda event: None,
-                             bwrap=find_bwrap())
+                             bwrap=find_bwrap(), max_restarts=0)
         async with anyio.create_task_group() as tg:
             await tg.start(manager.run)
-            await manager.wait_ready()
+            for server in await manager.wait_ready(MCP_PROBE_S):
+                tail = server.stderr_tail()
+                server.state = "failed"
+                server.error = f"no answer within {MCP_PROBE_S:g} s" + (f"; its stderr ends: {tail}" if tail else "")
             servers = [p.McpServerInfo(**row) for row in manager.status()]
             tg.cancel_scope.cancel()
     rows = [p.ExtensionRow(**row) for row in ext.report()]

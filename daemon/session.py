@@ -55,6 +55,7 @@ SUBSCRIBER_BUFFER = 512
 INPUT_BUFFER = 64
 MAX_REVIEW_ROUNDS = 2  # times the reviewer may send a finished turn back
 VERIFY_WAIT_S = 5.0  # the most a finished turn waits for the verifier's run on its edits
+MCP_FIRST_WAIT_S = 5.0  # the most the first model request waits for the MCP servers to come up
 ENDED_BY_PERSON = "the person ended the session while it ran"
 """Why a turn was cut off by ``EndSession`` (``Session.end``'s default cause)."""
 _KICK = "\0start a turn"  # an input that starts a turn with no person's message (Session.kick)
@@ -683,13 +684,26 @@ class Session:
 
     async def _start_mcp(self, tg: anyio.abc.TaskGroup) -> None:
         """Start the MCP servers (they stop with the session's task group) and offer the
-        tools of those that came up within their startup deadlines."""
+        tools of those that came up within ``MCP_FIRST_WAIT_S``: the session never waits
+        longer on a slow or stuck server; the tools of one that comes up later are offered
+        from then on (``_late_mcp``)."""
         if self.mcp is None:
             return
+        await tg.start(self.mcp.run)
+        slow = await self.mcp.wait_ready(MCP_FIRST_WAIT_S)
+        self._offer_mcp_tools()
+        if slow:
+            log.warning("mcp_servers_still_starting", session_id=self.id, servers=[s.spec.name for s in slow],
+                        waited_s=MCP_FIRST_WAIT_S)
+            tg.start_soon(self._late_mcp)
+
+    async def _late_mcp(self) -> None:
+        await self.mcp.wait_ready()
+        self._offer_mcp_tools()
+
+    def _offer_mcp_tools(self) -> None:
         from musec.agents.mcp import mcp_tools
 
-        await tg.start(self.mcp.run)
-        await self.mcp.wait_ready()
         tools, problems = mcp_tools(self.mcp)
         for tool in tools:
             self.agent.tools.setdefault(tool.name, tool)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,8 @@ __all__ = ["McpManager", "McpServer", "ToolInfo"]
 OnEvent = Callable[[McpServerStarted | McpServerRestarting | McpServerFailed], object]
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that is gone (mcp_types.CONNECTION_CLOSED)
 MAX_RESULT_CHARS = 200_000
+INVALID_ANSWER = -32099  # our code for an answer the SDK could not read (stands in for it, so the call ends at once)
+STDERR_TAIL = 600  # characters of a failed server's stderr shown with its error
 _DEFAULT_SANDBOX = SandboxPolicy()
 
 
@@ -66,6 +69,43 @@ class _Call:
 
 class _Gone(Exception):
     """The connection to the server is gone; the supervisor starts it again."""
+
+
+class _NotMcp(Exception):
+    """The server wrote something on stdout that is not an MCP message before it was up."""
+
+
+def _answer_id(exc: BaseException) -> Any:
+    """The JSON-RPC ``id`` of a line the SDK could not read as a message (a pydantic error
+    whose input is the parsed object, e.g. ``"result": null``); ``None`` when it has none."""
+    errors = getattr(exc, "errors", None)
+    try:
+        found = [e.get("input") for e in errors()] if callable(errors) else []
+    except Exception:
+        return None
+    for value in found:
+        if isinstance(value, dict) and isinstance(value.get("id"), int | str) and "method" not in value:
+            return value["id"]
+    return None
+
+
+def _what_is_wrong(exc: BaseException) -> str:
+    """What is wrong with a line the SDK could not read as a JSON-RPC message, in a few words."""
+    errors = getattr(exc, "errors", None)
+    try:
+        found = errors() if callable(errors) else []
+    except Exception:
+        found = []
+    for e in found:
+        loc = tuple(e.get("loc", ()))
+        if loc[:1] == ("JSONRPCResponse",) and len(loc) > 1:
+            return f"{'.'.join(map(str, loc[1:]))}: {e.get('msg', '')} (got {json.dumps(e.get('input'))[:80]})"
+        if not loc and isinstance(e.get("input"), str):
+            return f"it wrote {e['input'][:100]!r} on stdout, which is not an MCP message"
+    if found:
+        loc = ".".join(map(str, found[0].get("loc", ())))
+        return f"{loc}: {found[0].get('msg', '')}" if loc else str(found[0].get("msg", ""))
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 def _result_text(result: Any) -> tuple[str, bool]:
@@ -130,6 +170,8 @@ class McpServer:
         self.ready = anyio.Event()  # set once the first start succeeded or was given up
         self._tx, self._rx = anyio.create_memory_object_stream[_Call](16)
         self._inflight: set[_Call] = set()
+        self._errlog: Any = None  # the running attempt's stderr (a temporary file), for its tail
+        self._not_mcp = ""  # what the server wrote instead of MCP before it was up
 
     def secret_values(self) -> list[str]:
         """The expanded ``${VAR}`` values of this server's config (for the log's redactor)."""
@@ -187,21 +229,46 @@ class McpServer:
                 return
             self.state = "starting" if self.restarts == 0 and attempt == 0 else "restarting"
             started = False
-            try:
-                started = await self._connected(params)
-                error = "the connection closed"
-            except Exception as exc:  # any failure of the server is this server's, never the session's
-                error = _describe(exc)
+            self._not_mcp = ""
+            with tempfile.TemporaryFile() as errlog:
+                self._errlog = errlog
+                try:
+                    started = await self._connected(params, errlog)
+                    error = "the connection closed"
+                except FileNotFoundError:
+                    error = f"command not found: {params['command']}"
+                except Exception as exc:  # any failure of the server is this server's, never the session's
+                    error = _describe(exc)
+                error = self._not_mcp or error
+                tail = self.stderr_tail()
+                self._errlog = None
+            if tail:
+                error += f"; its stderr ends: {tail}"
             self._fail_inflight(error)
             attempt = 1 if started else attempt + 1
             if attempt > self.max_restarts:
-                self._give_up(f"{error} (gave up after {self.max_restarts} attempts)")
+                self._give_up(f"{error} (gave up after {self.max_restarts} attempts)" if self.max_restarts else error)
                 return
             delay = min(self.backoff_s * 2 ** (attempt - 1), 30.0)
             self.state, self.error = "restarting", error
             self.restarts += 1
             self.on_event(McpServerRestarting(server=self.spec.name, attempt=attempt, delay_s=delay, error=error))
             await anyio.sleep(delay)
+
+    def stderr_tail(self) -> str:
+        """The last lines of the running attempt's stderr, on one line, secrets masked ("" when none)."""
+        if self._errlog is None:
+            return ""
+        try:
+            fd = self._errlog.fileno()
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, STDERR_TAIL, max(0, size - STDERR_TAIL))
+        except (OSError, ValueError):
+            return ""
+        text = " | ".join(line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip())
+        for secret in self.secret_values():
+            text = text.replace(secret, "***")
+        return ("…" if size > STDERR_TAIL else "") + text if text else ""
 
     def _give_up(self, error: str) -> None:
         self.state, self.error = "failed", error
@@ -230,10 +297,46 @@ class McpServer:
         cwd = (self.workspace / self.spec.cwd) if self.spec.cwd else self.workspace
         if self.sandboxed:
             argv = self._sandboxed_argv(params, cwd)
-            return StdioServerParameters(command=argv[0], args=argv[1:], env={}, cwd=str(self.workspace))
-        return StdioServerParameters(command=params["command"], args=params["args"], env=params["env"], cwd=str(cwd))
+            return StdioServerParameters(command=argv[0], args=argv[1:], env={}, cwd=str(self.workspace),
+                                         encoding_error_handler="replace")
+        # "replace": bytes that are not UTF-8 must not stop the reading of the server's stdout
+        return StdioServerParameters(command=params["command"], args=params["args"], env=params["env"], cwd=str(cwd),
+                                     encoding_error_handler="replace")
 
-    async def _connected(self, params: dict[str, Any]) -> bool:
+    @contextlib.asynccontextmanager
+    async def _checked(self, transport: Any) -> Any:
+        """``transport`` with its unreadable lines dealt with at once (the SDK drops them, so a
+        call would wait for its whole timeout): an answer to a request becomes an error answer
+        to it; anything else before the server is up ends the start (``_not_mcp``)."""
+        from mcp.shared.message import SessionMessage
+        from mcp.types import ErrorData, JSONRPCError
+
+        async with transport as (read, write):
+            tx, rx = anyio.create_memory_object_stream[Any](0)
+
+            async def forward() -> None:
+                async with tx:
+                    async for item in read:
+                        if isinstance(item, Exception):
+                            request = _answer_id(item)
+                            if request is not None:
+                                error = ErrorData(code=INVALID_ANSWER, message=f"an invalid answer: {_what_is_wrong(item)}")
+                                item = SessionMessage(JSONRPCError(jsonrpc="2.0", id=request, error=error))
+                            elif self.state != "running":
+                                self._not_mcp = f"not an MCP server: {_what_is_wrong(item)}"
+                                return
+                            else:
+                                continue
+                        await tx.send(item)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(forward)
+                try:
+                    yield rx, write
+                finally:
+                    tg.cancel_scope.cancel()
+
+    async def _connected(self, params: dict[str, Any], errlog: Any) -> bool:
         """Connect, list the tools, serve calls until the connection is gone.
 
         Returns:
@@ -242,12 +345,12 @@ class McpServer:
         from mcp import Client
 
         async with contextlib.AsyncExitStack() as stack:
-            devnull = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115 - closed by the stack
             target = self._target(params, stack)
             if self.spec.transport == "stdio":
                 from mcp.client.stdio import stdio_client
 
-                target = stdio_client(target, errlog=devnull)  # a server's stderr may print its secrets
+                # its stderr is kept for its tail on failure, never printed (it may print its secrets)
+                target = self._checked(stdio_client(target, errlog=errlog))
             client = await stack.enter_async_context(Client(target, read_timeout_seconds=self.spec.startup_timeout_s))
             tools = await self._list_tools(client)
             if not self.tools:
@@ -294,8 +397,14 @@ class McpServer:
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 raise _Gone from exc
-            call.content, call.is_error = f"the MCP server {self.spec.name} answered with an error: {exc}", True
-            call.answered = True
+            if exc.code == INVALID_ANSWER:
+                call.content = f"the MCP server {self.spec.name} sent {exc.error.message}"
+            else:
+                call.content = f"the MCP server {self.spec.name} answered with an error: {exc}"
+            call.is_error, call.answered = True, True
+        except Exception as exc:  # the SDK could not read the answer (e.g. ``content`` not a list)
+            call.content = f"the MCP server {self.spec.name} sent an invalid answer: {_what_is_wrong(exc)}"
+            call.is_error, call.answered = True, True
         finally:
             if not call.answered:
                 self._inflight.discard(call)
@@ -334,9 +443,10 @@ class McpManager:
 
     def __init__(self, specs: Sequence[ServerSpec], *, workspace: Path, environment: Mapping[str, str],
                  on_event: OnEvent, backoff_s: float = 0.5, sandbox: SandboxPolicy = _DEFAULT_SANDBOX,
-                 bwrap: str | None = None) -> None:
+                 bwrap: str | None = None, max_restarts: int = 5) -> None:
         self.servers = {s.name: McpServer(s, workspace=workspace, environment=environment, on_event=on_event,
-                                          backoff_s=backoff_s, sandbox=sandbox, bwrap=bwrap) for s in specs}
+                                          backoff_s=backoff_s, sandbox=sandbox, bwrap=bwrap, max_restarts=max_restarts)
+                        for s in specs}
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run every server until cancelled (the session ends); the SDK stops each one."""
@@ -345,11 +455,19 @@ class McpManager:
                 await tg.start(server.run)
             task_status.started()
 
-    async def wait_ready(self) -> None:
-        """Wait until every server is up or given up, each within its startup deadline."""
-        for server in self.servers.values():
+    async def wait_ready(self, limit_s: float | None = None) -> list[McpServer]:
+        """Wait, for all servers at once, until each is up or given up, within its startup
+        deadline and at most ``limit_s``; returns those still starting."""
+
+        async def one(server: McpServer) -> None:
             with anyio.move_on_after(server.spec.startup_timeout_s):
                 await server.ready.wait()
+
+        with anyio.move_on_after(float("inf") if limit_s is None else limit_s):
+            async with anyio.create_task_group() as tg:
+                for server in self.servers.values():
+                    tg.start_soon(one, server)
+        return [s for s in self.servers.values() if not s.ready.is_set()]
 
     def secret_values(self) -> list[str]:
         return sorted({v for s in self.servers.values() for v in s.secret_values()})

@@ -310,3 +310,81 @@ def test_a_projects_stdio_server_does_not_start_without_a_sandbox(tmp_path: Path
 
     anyio.run(_session, manager, body)
     assert not (tmp_path / "ran").exists()
+
+
+RAW_SERVER = textwrap.dedent('''
+    import sys, json
+    def send(o): sys.stdout.write(json.dumps(o) + "\\n"); sys.stdout.flush()
+    for line in sys.stdin:
+        m = json.loads(line); mid = m.get("id"); meth = m.get("method")
+        if meth == "initialize":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "1"}}})
+        elif meth == "tools/list":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
+                {"name": n, "inputSchema": {"type": "object"}} for n in ("weird", "nullres", "bytes", "fine")]}})
+        elif meth == "tools/call":
+            n = m["params"]["name"]
+            if n == "weird":
+                send({"jsonrpc": "2.0", "id": mid, "result": {"content": "not a list", "isError": "maybe"}})
+            elif n == "nullres":
+                send({"jsonrpc": "2.0", "id": mid, "result": None})
+            elif n == "bytes":
+                sys.stdout.buffer.write(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"\\xff\\xfe bad"}]}}\\n' % mid)
+                sys.stdout.flush()
+            else:
+                send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "ok " + n}]}})
+        elif mid is not None:
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
+''')
+
+
+def test_a_malformed_tool_answer_is_an_error_at_once_and_the_server_goes_on(tmp_path: Path) -> None:
+    """fresh2 K12: a null result, bytes that are not UTF-8 and a ``content`` that is not a
+    list each waited the whole tool timeout or were taken for a crash of the server."""
+    raw = tmp_path / "raw.py"
+    raw.write_text(RAW_SERVER)
+    spec = ServerSpec("raw", "stdio", command=sys.executable, args=(str(raw),), tool_timeout_s=60)
+    manager = McpManager([spec], workspace=tmp_path, environment={}, on_event=lambda e: None, backoff_s=0.01)
+    server = manager.servers["raw"]
+
+    async def body() -> None:
+        with anyio.fail_after(20):  # each answer comes at once; the old code waited 60 s on nullres
+            weird = await server.call("weird", {})
+            nullres = await server.call("nullres", {})
+            bad = await server.call("bytes", {})
+            fine = await server.call("fine", {})
+        assert weird[1] and "raw sent an invalid answer: content" in weird[0], weird
+        assert nullres[1] and "raw sent an invalid answer: result" in nullres[0], nullres
+        assert not bad[1] and "bad" in bad[0], bad
+        assert fine == ("ok fine", False)
+        assert server.restarts == 0  # none of it was taken for a crash
+
+    anyio.run(_session, manager, body)
+
+
+def test_a_server_that_is_stuck_or_not_mcp_does_not_hold_up_the_others(tmp_path: Path) -> None:
+    """fresh2 K2/K1: servers were waited for one after the other, each up to its whole startup
+    deadline; junk on stdout was only noticed at that deadline; the server's stderr was lost."""
+    (tmp_path / "hang.py").write_text("import sys, time\nprint('hanging here', file=sys.stderr, flush=True)\ntime.sleep(600)\n")
+    (tmp_path / "junk.py").write_text(
+        "import sys\nfor line in sys.stdin:\n    sys.stdout.write('this is not json-rpc\\n'); sys.stdout.flush()\n")
+    (tmp_path / "crash.py").write_text("import sys\nprint('crashing on purpose', file=sys.stderr)\nsys.exit(1)\n")
+    specs = [ServerSpec(n, "stdio", command=sys.executable, args=(str(tmp_path / f"{n}.py"),), startup_timeout_s=60)
+             for n in ("hang", "junk", "crash")]
+    manager = McpManager(specs, workspace=tmp_path, environment={}, on_event=lambda e: None, max_restarts=0)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            await tg.start(manager.run)
+            start = anyio.current_time()
+            slow = await manager.wait_ready(3)
+            assert anyio.current_time() - start < 10
+            assert [s.spec.name for s in slow] == ["hang"]
+            assert "hanging here" in manager.servers["hang"].stderr_tail()
+            status = {s["server"]: s for s in manager.status()}
+            assert status["junk"]["state"] == "failed" and "'this is not json-rpc'" in status["junk"]["error"], status
+            assert status["crash"]["state"] == "failed" and "crashing on purpose" in status["crash"]["error"], status
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)

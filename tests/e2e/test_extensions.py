@@ -248,11 +248,12 @@ def test_mcp_list_and_doctor_say_what_is_active_and_what_waits(musec: Musec, bug
     (buggy_repo / "AGENTS.md").write_text("rules\n")
     _skill_repo(buggy_repo)
     (buggy_repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": {"command": "touch", "args": ["pwned"]}}}))
-    listed = musec.json("mcp", "list", "--json", cwd=buggy_repo, env={"DEMO_TOKEN": "tok-abcdefgh12345678"})
-    by = {s["server"]: s for s in listed}
+    proc = musec("mcp", "list", "--json", cwd=buggy_repo, env={"DEMO_TOKEN": "tok-abcdefgh12345678"})
+    assert proc.returncode == 1, proc.stderr  # a server failed (fresh2 K1)
+    by = {s["server"]: s for s in json.loads(proc.stdout)}
     assert set(by) == {"demo", "broken"}  # the untrusted repository's server is not started
     assert by["demo"]["state"] == "running" and by["demo"]["tools"] == ["add", "whoami", "wipe", "crash"]
-    assert by["broken"]["state"] in ("restarting", "failed") and "No such file" in by["broken"]["error"]
+    assert by["broken"]["state"] == "failed" and "command not found: /nonexistent/server" in by["broken"]["error"]
     assert not (buggy_repo / "pwned").exists()
     text = musec("mcp", "list", cwd=buggy_repo, env={"DEMO_TOKEN": "tok-abcdefgh12345678"}).stdout
     assert "mcp__demo__add" in text and "waits for trust" in text
