@@ -120,6 +120,8 @@ def check_keys(data: dict[str, Any], path: Path, schema: dict[str, frozenset[str
                 if key in ACTIONS:
                     inner = f"{name}.permissions" if name else "permissions"
                     hint = f"permission rules go in a [{inner}] table: [{inner}] {key} = [...]"
+                elif key in ("compact_model", "compact_at") and name in ("", "context"):
+                    hint = (f'it is set per model in models.toml beside this file: [models."ID"] {key} = ...')
                 else:
                     close = difflib.get_close_matches(key, sorted(known), n=1)
                     hint = (f"did you mean {close[0]!r}?" if close else "use one of " + ", ".join(sorted(known)))

@@ -17,7 +17,7 @@ from typing import Any
 from .commands import Command, discover_commands
 from .config import load_toml, project_config_path
 from .core.errors import ConfigError
-from .hooks import HookSpec, parse_hooks
+from .hooks import HookSpec, matcher_problem, parse_hooks
 from .instructions import BUDGET_BYTES, InstructionFile, discover, render
 from .mcp.config import ServerSpec, load_project_servers, parse_servers
 from .skills import BUILTINS, Skill, catalog, catalog_budget_chars, discover_skills, skill_dirs
@@ -126,4 +126,5 @@ def load_extensions(workspace: Path, config_dir: Path, *, trust: TrustStatus | N
         ext.mcp += [s for s in mcp if s.name not in {u.name for u in ext.mcp}]
     elif trust is not None and trust.needs_trust:
         ext.waiting = [i.path for i in trust.items]
+    ext.warnings += [w for w in map(matcher_problem, ext.hooks) if w]  # a guard that never fires is said
     return ext

@@ -5,6 +5,8 @@ whose scripts live in ``.musec/hooks/``)::
 
     [[hooks.PreToolUse]]
     matcher = "bash|edit_file"      # tool names: globs joined by |; "" or "*" = every tool
+                                    # (also Claude Code's names, any case: Bash, Edit|Write,
+                                    # and Tool(pattern) as in a permission rule: Bash(rm *))
     command = "python3 .musec/hooks/no_rm.py"
     timeout_s = 10                  # default 60
     sandbox = false                 # the person's own hooks only: run outside the sandbox
@@ -12,7 +14,12 @@ whose scripts live in ``.musec/hooks/``)::
 Lifecycle points (``EVENTS``): SessionStart, SessionEnd, UserPromptSubmit, PreToolUse,
 PostToolUse, PermissionRequest, Stop, AgentStart, AgentStop (background agents),
 PreCompact, PostCompact, WorktreeCreate, WorktreeRemove. Matchers apply to the tool
-events (PreToolUse, PostToolUse, PermissionRequest); elsewhere a hook always runs.
+events (PreToolUse, PostToolUse, PermissionRequest); elsewhere a hook always runs. A matcher
+is case-insensitive and knows Claude Code's tool names (``CLAUDE_TOOLS``: ``Bash``,
+``Edit|Write``...), so a guard ported from it fires; ``Tool(pattern)`` matches the calls the
+permission rule of that text would (``Bash(rm *)``, ``Edit(src/**)``). A matcher that can
+match no tool is a ``matcher_problem``, said at session start and by ``musec doctor``
+(a guard that never fires must not look like one that works).
 
 A hook gets one JSON object on stdin: ``hook_event_name``, ``session_id``, ``cwd``,
 ``agent_id`` and the point's own fields (``tool_name``, ``tool_input``,
@@ -25,7 +32,11 @@ optionally, a JSON object on stdout:
   prompt or stop is refused and the reason goes to the model), ``additional_context``
   (text given to the model), ``updated_input`` (PreToolUse: the tool input to use
   instead). Plain text on stdout is added context for SessionStart, UserPromptSubmit,
-  PreCompact (summary instructions) and PostCompact.
+  PreCompact (summary instructions) and PostCompact. A PermissionRequest hook of the
+  person's may approve the call instead of asking: ``decision: "allow"`` (or Claude Code's
+  ``hookSpecificOutput.decision.behavior: "allow"``; ``"deny"`` with ``message`` blocks); a
+  project's cannot (shown as an error; the person is asked). A PreToolUse hook's Claude Code
+  ``hookSpecificOutput.permissionDecision: "deny"`` blocks like ``decision: "block"``.
 - exit 2: block; stderr is the reason.
 - any other exit, a timeout, a hook that cannot start, stdout that starts with ``{`` but is
   not a JSON object, or an unknown ``decision``: an error (``decision`` ``error`` or
@@ -56,7 +67,8 @@ from .core.errors import ConfigError
 from .core.events import UNSET, HookRan
 from .tools.base import SandboxPolicy
 
-__all__ = ["EVENTS", "FAIL_CLOSED_EVENTS", "TOOL_EVENTS", "HookOutcome", "HookResult", "HookSpec", "Hooks", "parse_hooks"]
+__all__ = ["CLAUDE_TOOLS", "EVENTS", "FAIL_CLOSED_EVENTS", "TOOL_EVENTS", "HookOutcome", "HookResult", "HookSpec", "Hooks",
+           "matcher_problem", "parse_hooks"]
 
 EVENTS = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest",
           "Stop", "AgentStart", "AgentStop", "PreCompact", "PostCompact", "WorktreeCreate", "WorktreeRemove")
@@ -69,6 +81,50 @@ MAX_TIMEOUT_S = 600.0
 MAX_CAPTURE_BYTES = 64 * 1024
 MAX_REASON_CHARS = 4000
 _DEFAULT_SANDBOX = SandboxPolicy()
+#: Claude Code's tool names (lowercased) and the musec tools they are; a matcher ported from
+#: Claude Code names these. Its tools without a musec counterpart (WebFetch, Task...) match nothing.
+CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
+    "bash": ("bash",), "read": ("read_file",), "write": ("write_file",), "edit": ("edit_file",),
+    "multiedit": ("edit_file",), "glob": ("glob",), "grep": ("grep",), "ls": ("glob",),
+}
+_BUILTIN_TOOLS = ("read_file", "write_file", "edit_file", "glob", "grep", "bash")
+
+
+def _known_tools() -> tuple[str, ...]:
+    from .permissions import NAMED_TOOLS
+
+    return (*_BUILTIN_TOOLS, *sorted(NAMED_TOOLS))
+
+
+def _alternatives(matcher: str) -> list[str]:
+    """The ``|``-joined parts of a matcher; a ``|`` inside ``Tool(...)`` is the pattern's."""
+    parts, depth, cur = [], 0, ""
+    for ch in matcher:
+        depth += ch == "("
+        depth -= ch == ")" and depth > 0
+        if ch == "|" and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [p.strip() for p in [*parts, cur] if p.strip()]
+
+
+def _rule(alternative: str) -> Any:
+    """The permission rule that a ``Tool(pattern)`` alternative is (``None``: a plain name
+    glob). Claude Code's names are musec's kinds: ``Bash`` bash, ``Read`` read, ``Edit``,
+    ``Write``, ``MultiEdit`` edit.
+
+    Raises:
+        RuleError: the text is no rule.
+    """
+    if "(" not in alternative:
+        return None
+    from .permissions import parse_rule
+
+    head, _, rest = alternative.partition("(")
+    kind = {"multiedit": "edit"}.get(head.strip().lower(), head.strip().lower())
+    return parse_rule(f"{kind}({rest}", "deny")
 
 
 @dataclass(frozen=True)
@@ -93,10 +149,43 @@ class HookSpec:
     origin: str = ""
     sandbox: bool = True
 
-    def matches(self, tool: str | None) -> bool:
+    def matches(self, tool: str | None, call: Any = None) -> bool:
+        """Whether the hook runs for a call of ``tool``; ``call``: the call as the permission
+        rules see it (``agents.permissions.Call``), for a ``Tool(pattern)`` matcher (without
+        it such a matcher goes by the tool alone)."""
         if self.event not in TOOL_EVENTS or self.matcher.strip() in ("", "*") or tool is None:
             return True
-        return any(fnmatch.fnmatchcase(tool, pat.strip()) for pat in self.matcher.split("|") if pat.strip())
+        return any(_alternative_matches(alt, tool, call) for alt in _alternatives(self.matcher))
+
+
+def _alternative_matches(alternative: str, tool: str, call: Any) -> bool:
+    from .permissions import RuleError, _matches_any_part
+
+    try:
+        rule = _rule(alternative)
+    except RuleError:
+        return False  # refused when the config was read
+    if rule is not None:
+        return rule.covers(tool) and (call is None or _matches_any_part(rule, call))
+    name = alternative.lower()
+    if fnmatch.fnmatchcase(tool.lower(), name):
+        return True
+    return tool in CLAUDE_TOOLS.get(name, ())
+
+
+def matcher_problem(hook: HookSpec) -> str | None:
+    """Why ``hook``'s matcher can match no tool (a name that is no tool of musec's nor
+    Claude Code's), in one line; ``None`` when it can (an ``mcp__`` name always may)."""
+    if hook.event not in TOOL_EVENTS or hook.matcher.strip() in ("", "*"):
+        return None
+    known = _known_tools()
+    for alt in _alternatives(hook.matcher):
+        if alt.lower().startswith("mcp__") or _rule(alt) is not None:
+            return None
+        if any(_alternative_matches(alt, tool, None) for tool in known):
+            return None
+    return (f"{hook.origin}: the {hook.event} hook `{hook.command}` never runs: its matcher {hook.matcher!r} names no tool; "
+            f"the tools are {', '.join(known)}, mcp__SERVER__TOOL (or Claude Code's Bash, Read, Write, Edit, Glob, Grep)")
 
 
 def parse_hooks(table: object, *, source: str, origin: str) -> list[HookSpec]:
@@ -128,6 +217,7 @@ def parse_hooks(table: object, *, source: str, origin: str) -> list[HookSpec]:
                 raise ConfigError(f'{where} needs `command = "..."` (a shell command line)')
             if not isinstance(matcher, str):
                 raise ConfigError(f'{where}: matcher must be a string like "bash|edit_file"')
+            _check_matcher(matcher, where)
             timeout = entry.get("timeout_s", DEFAULT_TIMEOUT_S)
             if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_TIMEOUT_S:
                 raise ConfigError(f"{where}: timeout_s must be a number of seconds in (0, {MAX_TIMEOUT_S:g}]")
@@ -139,11 +229,27 @@ def parse_hooks(table: object, *, source: str, origin: str) -> list[HookSpec]:
     return out
 
 
+def _check_matcher(matcher: str, where: str) -> None:
+    """Refuse a ``Tool(pattern)`` matcher that is no permission rule (it would match nothing).
+
+    Raises:
+        ConfigError: naming the place and what is wrong.
+    """
+    from .permissions import RuleError
+
+    for alt in _alternatives(matcher):
+        try:
+            _rule(alt)
+        except RuleError as exc:
+            raise ConfigError(f"{where}: matcher {matcher!r}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class HookResult:
     """One hook's run.
 
-    ``decision``: ``allow``, ``block``, ``error`` (failed or answered malformed JSON),
+    ``decision``: ``allow``, ``approve`` (a PermissionRequest hook approved the call),
+    ``block``, ``error`` (failed or answered malformed JSON),
     ``timeout`` or ``untrusted`` (a project hook whose files changed since trust: not
     run). The last three block the call at a ``FAIL_CLOSED_EVENTS`` point, nothing
     elsewhere.
@@ -174,10 +280,12 @@ class HookOutcome:
     """What the hooks of one lifecycle point decided together.
 
     ``blocked`` with the first blocking ``reason``; ``context`` every hook's added text;
-    ``updated_input`` the tool input after every amendment (``None``: unchanged).
+    ``updated_input`` the tool input after every amendment (``None``: unchanged);
+    ``approved``: a PermissionRequest hook of the person's approved the call (and none blocked).
     """
 
     blocked: bool = False
+    approved: bool = False
     reason: str = ""
     context: list[str] = field(default_factory=list)
     updated_input: dict[str, Any] | None = None
@@ -199,16 +307,51 @@ def _answer(event: str, exit_status: int | None, stdout: str, stderr: str) -> tu
         return "error", f"the answer is not valid JSON ({exc.msg} at character {exc.pos}): {text[:200]}", "", None
     if not isinstance(answer, dict):
         return "error", f"the answer is not a JSON object: {text[:200]}", "", None
-    if answer.get("decision") not in (*_ALLOW_DECISIONS, "block"):
-        return "error", f'unknown decision {answer.get("decision")!r}; answer "block" or leave it out', "", None
+    specific = answer.get("hookSpecificOutput")
+    claude = _claude_answer(event, specific) if isinstance(specific, dict) else None
     context = answer.get("additional_context")
+    if context is None and isinstance(specific, dict):
+        context = specific.get("additionalContext")
     context = context[:MAX_REASON_CHARS] if isinstance(context, str) else ""
+    if claude is not None:
+        return claude[0], claude[1], context, None
+    decision = answer.get("decision")
+    if event == "PermissionRequest" and decision in ("allow", "approve"):
+        return "approve", "", context, None
+    if decision not in (*_ALLOW_DECISIONS, "block"):
+        allowed = '"allow" (approve the call), "block"' if event == "PermissionRequest" else '"block"'
+        return "error", f'unknown decision {decision!r}; answer {allowed} or leave it out', "", None
     updated = answer.get("updated_input")
     updated = updated if isinstance(updated, dict) and event == "PreToolUse" else None
-    if answer.get("decision") == "block":
+    if decision == "block":
         reason = answer.get("reason")
         return "block", (reason if isinstance(reason, str) and reason else "blocked by a hook")[:MAX_REASON_CHARS], context, None
     return "allow", "", context, updated
+
+
+def _claude_answer(event: str, specific: dict[str, Any]) -> tuple[str, str] | None:
+    """``(decision, reason)`` from Claude Code's ``hookSpecificOutput``: a PermissionRequest's
+    ``decision: {behavior: allow|deny, message}``, a PreToolUse's ``permissionDecision:
+    deny`` with ``permissionDecisionReason`` (``allow``/``ask`` go on: the rules and the
+    person still decide); ``None``: it decides nothing."""
+    if event == "PermissionRequest" and "decision" in specific:
+        decision = specific["decision"]
+        behavior = decision.get("behavior") if isinstance(decision, dict) else None
+        if behavior == "deny":
+            message = decision.get("message")
+            return "block", (message if isinstance(message, str) and message else "denied by a hook")[:MAX_REASON_CHARS]
+        if behavior == "allow" and decision.get("updatedInput") is not None:
+            return "error", "updatedInput is not taken at PermissionRequest (amend the input in a PreToolUse hook); the person is asked"
+        if behavior == "allow":
+            return "approve", ""
+        return "error", f'unknown decision {decision!r}; answer {{"behavior": "allow"}} or {{"behavior": "deny", "message": "..."}}'
+    if event == "PreToolUse" and "permissionDecision" in specific:
+        verdict, reason = specific["permissionDecision"], specific.get("permissionDecisionReason")
+        if verdict == "deny":
+            return "block", (reason if isinstance(reason, str) and reason else "blocked by a hook")[:MAX_REASON_CHARS]
+        if verdict not in ("allow", "ask"):
+            return "error", f'unknown permissionDecision {verdict!r}; answer "deny" (or "allow", "ask": the rules decide)'
+    return None
 
 
 class Hooks:
@@ -244,19 +387,21 @@ class Hooks:
         self.on_ran = on_ran
         self.bwrap = bwrap
 
-    def matching(self, event: str, tool: str | None = None) -> list[HookSpec]:
-        return [h for h in self.specs if h.event == event and h.matches(tool)]
+    def matching(self, event: str, tool: str | None = None, call: Any = None) -> list[HookSpec]:
+        return [h for h in self.specs if h.event == event and h.matches(tool, call)]
 
-    async def run(self, event: str, payload: Mapping[str, Any], *, tool: str | None = None, agent: str = "main") -> HookOutcome:
+    async def run(self, event: str, payload: Mapping[str, Any], *, tool: str | None = None, call: Any = None,
+                  agent: str = "main") -> HookOutcome:
         """Run the hooks of ``event`` (for ``tool``), one after another.
 
         A block stops the rest. Each PreToolUse amendment is what the next hook sees.
+        ``call``: the call as the permission rules see it, for ``Tool(pattern)`` matchers.
         Never raises for what a hook did.
         """
         outcome = HookOutcome()
         data = {"hook_event_name": event, "session_id": self.session_id, "cwd": str(self.workspace),
                 "agent_id": agent, **payload}
-        for hook in self.matching(event, tool):
+        for hook in self.matching(event, tool, call):
             if outcome.updated_input is not None:
                 data["tool_input"] = outcome.updated_input
             if self.durable is not None:
@@ -269,8 +414,11 @@ class Hooks:
             if result.updated_input is not None:
                 outcome.updated_input = result.updated_input
             if result.decision == "block":
-                outcome.blocked, outcome.reason = True, result.reason
+                outcome.blocked, outcome.reason, outcome.approved = True, result.reason, False
                 break
+            if result.decision == "approve":
+                outcome.approved = True
+                continue
             if result.decision != "allow" and event in FAIL_CLOSED_EVENTS:
                 outcome.blocked = True
                 outcome.reason = f"the {event} hook `{hook.command}` failed ({result.decision}: {result.reason}), " \
@@ -325,4 +473,7 @@ class Hooks:
                               duration_s=duration)
         decision, reason, context, updated = _answer(hook.event, exit_.exit_status, out.decode("utf-8", "replace"),
                                                      err.decode("utf-8", "replace"))
+        if decision == "approve" and hook.source != "user":
+            # A script a project hook runs may lie outside what trust hashes: it never approves.
+            decision, reason = "error", "a project's PermissionRequest hook cannot approve a call; the person is asked"
         return HookResult(hook, decision, reason, context, updated, exit_.exit_status, duration)

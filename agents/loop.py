@@ -559,8 +559,10 @@ class Agent:
         call, hook_context = amended
         described = self.policy.call(call.name, tool.access, call.input, tool.paths(call.input))
         verdict = self.policy.decide(self.approval_mode, described)
-        if verdict.decision == "ask" and await self._hook_permission_request(call):
-            verdict = Verdict("deny", source="hook")
+        if verdict.decision == "ask":
+            hooked = await self._hook_permission_request(call)
+            if hooked is not None:
+                verdict = Verdict(hooked, source="hook")
         if verdict.decision == "ask":
             preview = getattr(tool, "preview", None)  # a file edit's diff, to see before answering
             always = self.policy.always_rules(described)
@@ -674,13 +676,24 @@ class Agent:
 
     # -- lifecycle points (agents.hooks): each a named call, a no-op without hooks ----------
 
+    def _described(self, call: ToolCallBlock) -> Any:
+        """The call as the permission rules see it, for a hook matcher ``Tool(pattern)``;
+        ``None`` when that cannot be said (the matcher then goes by the tool's name)."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return None
+        try:
+            return self.policy.call(call.name, tool.access, call.input, tool.paths(call.input))
+        except Exception:  # noqa: BLE001 - an input the tool will refuse itself
+            return None
+
     async def _hook_pre_tool_use(self, call: ToolCallBlock) -> tuple[ToolCallBlock, list[str]] | None:
         """PreToolUse: ``None`` when a hook blocked the call (answered here), else the call
         with the input the hooks amended, and their added context."""
         if self.hooks is None:
             return call, []
         outcome = await self.hooks.run("PreToolUse", {"tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id},
-                                       tool=call.name, agent=self.agent_id)
+                                       tool=call.name, call=self._described(call), agent=self.agent_id)
         if outcome.blocked:
             self.record(ev.ToolFinished(call_id=call.id, tool=call.name, is_error=True,
                                         content=f"the tool was not run: a hook blocked it: {outcome.reason}",
@@ -690,13 +703,14 @@ class Agent:
             call = msgspec.structs.replace(call, input=outcome.updated_input)
         return call, outcome.context
 
-    async def _hook_permission_request(self, call: ToolCallBlock) -> bool:
-        """PermissionRequest: whether a hook refused the call before a person is asked."""
+    async def _hook_permission_request(self, call: ToolCallBlock) -> Literal["allow", "deny"] | None:
+        """PermissionRequest, before a person is asked: ``deny`` when a hook refused the
+        call, ``allow`` when one of the person's approved it, ``None``: ask."""
         if self.hooks is None:
-            return False
+            return None
         outcome = await self.hooks.run("PermissionRequest", {"tool_name": call.name, "tool_input": call.input},
-                                       tool=call.name, agent=self.agent_id)
-        return outcome.blocked
+                                       tool=call.name, call=self._described(call), agent=self.agent_id)
+        return "deny" if outcome.blocked else "allow" if outcome.approved else None
 
     async def _hook_post_tool_use(self, call: ToolCallBlock, output: ToolOutput, context: list[str]) -> ToolOutput:
         """PostToolUse: the hooks' context and feedback are appended to the result."""
@@ -704,7 +718,7 @@ class Agent:
             outcome = await self.hooks.run("PostToolUse", {
                 "tool_name": call.name, "tool_input": call.input,
                 "tool_response": {"content": output.content[:20_000], "is_error": output.is_error}},
-                tool=call.name, agent=self.agent_id)
+                tool=call.name, call=self._described(call), agent=self.agent_id)
             context = [*context, *outcome.context, *([outcome.reason] if outcome.blocked else [])]
         if not context:
             return output

@@ -258,7 +258,7 @@ def _allowing(rules: Sequence[Rule], call: Call) -> list[Rule]:
 class Verdict:
     """A decision and what made it: ``source`` is ``user``/``project`` (a rule, quoted in
     ``rule``), ``mode`` (the approval mode), ``person`` (someone answered), ``hook``
-    (a PermissionRequest hook refused it) or ``plan`` (the planning profile, ``origin``
+    (a PermissionRequest hook refused or approved it) or ``plan`` (the planning profile, ``origin``
     says why)."""
 
     decision: Decision

@@ -30,10 +30,12 @@ def _bwrap() -> tuple[bool, str]:
     return True, f"bubblewrap works ({path})"
 
 
-def _extensions() -> list[tuple[str, str, str]]:
+def _extensions(running: bool) -> list[tuple[str, str, str]]:
     """AGENTS.md files, skills, commands, hooks and MCP servers of this directory: active or
-    waiting for trust (asks the daemon, starting it)."""
-    from .connection import connect
+    waiting for trust, as the daemon reads them. A daemon that was not ``running`` is
+    started for this and stopped again (a check leaves things as it found them: fresh-user
+    trial s8, K13), and the lines say so."""
+    from .connection import connect, stop_daemon, try_connect
     from .extensions import fetch_report, report_lines
 
     try:
@@ -44,8 +46,18 @@ def _extensions() -> list[tuple[str, str, str]]:
             conn.close()
     except Exception as exc:  # noqa: BLE001 - a diagnosis, not a failure
         return [("extensions", FAIL, f"cannot be listed: {exc}")]
-    return ([("extensions", WARN if line.startswith(("warning:", "waiting for trust")) else OK_, line) for line in lines]
+    rows = ([("extensions", WARN if line.startswith(("warning:", "waiting for trust")) else OK_, line) for line in lines]
             or [("extensions", OK_, "none (no AGENTS.md, skills, hooks or MCP servers)")])
+    if not running:
+        again = try_connect()
+        if again is not None and again.daemon.sessions == 0:
+            stop_daemon(again)
+            rows.append(("extensions", OK_, "(listed by a daemon started for this check and stopped again)"))
+        elif again is not None:
+            again.close()
+            rows.append(("extensions", WARN, "(listed by a daemon started for this check; it still runs: "
+                                             f"a session started on it meanwhile, pid {again.peer_pid})"))
+    return rows
 
 
 def _ripgrep() -> str | None:
@@ -131,8 +143,10 @@ def cmd_doctor() -> Exit:
                    rg or "ripgrep (rg) is missing: `pip install ripgrep==14.1.0` or `apt-get install ripgrep`"))
     git = shutil.which("git")
     checks.append(("git", OK_ if git else WARN, git or "git CLI not found (musec uses pygit2; the CLI is optional)"))
+    running = False
     try:
         conn = try_connect()
+        running = conn is not None
         checks.append(("daemon", OK_, f"running, musec {conn.daemon.version}, pid {conn.peer_pid}, {p.socket_path()}"
                         if conn else f"not running (starts on demand at {p.socket_path()})"))
         if conn is not None:
@@ -143,7 +157,7 @@ def cmd_doctor() -> Exit:
     checks.append(_space())
     gpu = shutil.which("nvidia-smi")
     checks.append(("gpu", OK_ if gpu else WARN, "nvidia-smi found" if gpu else "no NVIDIA GPU (kernel benchmarks will not run)"))
-    checks += _extensions()
+    checks += _extensions(running)
     for name, mark, msg in checks:
         out(f"{mark} {name:<12} {msg}")
     failed = any(mark == FAIL for _, mark, _ in checks)

@@ -22,7 +22,7 @@ from .calls import CallHeads, call_summary
 from .calls import short as _short
 from .output import counted, cut, safe
 from .streaming import PLAIN_AFTER_CHARS, MarkdownStream, Raw, plain_words
-from .words import answer_words, goal_words, hook_words, interrupted_words, interrupter_words
+from .words import answer_words, goal_words, hook_lines, hook_words, interrupted_words, interrupter_words
 
 __all__ = ["Renderer", "attachment_lines", "goal_words", "hook_words", "interrupted_words", "log_line_summary"]
 
@@ -82,6 +82,8 @@ class Renderer:
         self.own_messages: set[str] = set()  # client_msg_ids of the messages typed here (already on the screen)
         self.typing: Any = lambda: ""  # the line typed ahead while the agent works (shown with the spinner)
         self._unstarted = CallHeads()  # calls the model made that have not started (refused ones never do)
+        # Say a hook that can never run when the session starts (``musec run``: no banner says it).
+        self.start_warnings = False
 
     @property
     def console(self) -> Any:
@@ -282,9 +284,8 @@ class Renderer:
                                               f"in {_s(ev, 'delay_s')} s: {_short(why, 100)}{dropped}"))
         elif kind == "rate_limited":
             self._line(prefix + self._c("33", f"  rate limited ({_short(_s(ev, 'reason'), 80)}): waiting {_s(ev, 'wait_s')} s"))
-        elif kind in ("hook_ran", "hook_context"):
-            line = hook_words(ev)
-            if line:
+        elif kind in ("hook_ran", "hook_context") or (kind == "session_started" and self.start_warnings and not backlog):
+            for line in hook_lines(ev):
                 self._line(prefix + "  " + self._c("33", line))
         elif kind in ("goal_set", "goal_checked", "goal_updated"):
             self._line(self._c("34", goal_words(ev)))

@@ -134,6 +134,7 @@ class _Follower:
                  events: list[dict[str, Any]] | None, info: dict[str, str], quiet: bool) -> None:
         self.conn, self.req, self.output_format, self.events, self.info, self.quiet = conn, req, output_format, events, info, quiet
         self.renderer = Renderer(sys.stdout, turn_ends=False)  # the end is said once, by finish_run
+        self.renderer.start_warnings = True
         self.stream = SessionStream(conn, req.id)
         self.interrupted = False
         self.sent = False

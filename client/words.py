@@ -76,6 +76,23 @@ def interrupted_words(ev: dict[str, Any]) -> str:
             "counted in /cost)")
 
 
+#: The lifecycle points where a hook's block stops nothing, and what happened instead.
+_UNBLOCKABLE = {
+    **dict.fromkeys(("SessionStart", "SessionEnd", "AgentStart", "AgentStop", "PreCompact", "PostCompact",
+                     "WorktreeCreate", "WorktreeRemove"), "answered block, which this point ignores: nothing was blocked"),
+    "PostToolUse": "blocked after the call ran (the reason went to the model with its result)",
+}
+
+
+def hook_lines(ev: dict[str, Any]) -> list[str]:
+    """``hook_words`` as a list (empty: no line); for ``session_started``, a line for each
+    hook whose matcher names no tool, so that it can never run (fresh-user s8 K7)."""
+    if ev.get("type") != "session_started":
+        return [line] if (line := hook_words(ev)) else []
+    extensions = ev.get("extensions")
+    return [f"⚑ {_s({'w': w}, 'w')}" for w in extensions.get("hook_warnings", [])] if isinstance(extensions, dict) else []
+
+
 def hook_words(ev: dict[str, Any]) -> str:
     """One line for the person about a hook (``hook_ran``, ``hook_context``): every block,
     error, timeout and refusal to run, and each time a Stop hook sends the agent back;
@@ -86,8 +103,12 @@ def hook_words(ev: dict[str, Any]) -> str:
     decision = _s(ev, "decision")
     if decision == "allow" or (decision == "block" and event == "Stop"):  # the Stop send-back is its hook_context
         return ""
-    what = {"block": "blocked", "error": "failed", "timeout": "timed out", "untrusted": "not run (changed since trust)"}
-    return f"⚑ {event} hook `{_short(_s(ev, 'command'), 60)}` {what.get(decision, decision)}: {_short(_s(ev, 'reason'), 300)}"
+    what = {"block": "blocked", "error": "failed", "timeout": "timed out", "untrusted": "not run (changed since trust)",
+            "approve": "approved the call"}
+    if decision == "block" and event in _UNBLOCKABLE:  # "blocked" would say what did not happen
+        what["block"] = _UNBLOCKABLE[event]
+    reason = _short(_s(ev, "reason"), 300)
+    return f"⚑ {event} hook `{_short(_s(ev, 'command'), 60)}` {what.get(decision, decision)}" + (f": {reason}" if reason else "")
 
 
 def goal_words(ev: dict[str, Any]) -> str:

@@ -78,6 +78,8 @@ def _hooks(session: Session, specs: list[Any], agent: Agent, trust: Any) -> Any:
 
 def extension_fields(session: Session) -> dict[str, Any]:
     """For ``session_started``: what applies (names, never secrets) and what waits for trust."""
+    from musec.agents.hooks import matcher_problem
+
     ext = session.extensions
     if ext is None:
         return {}
@@ -89,6 +91,7 @@ def extension_fields(session: Session) -> dict[str, Any]:
         "mcp": [s.describe() for s in ext.mcp],
         "waiting_for_trust": ext.waiting,
         "warnings": ext.warnings,
+        "hook_warnings": [w for w in map(matcher_problem, ext.hooks) if w],
     }}
 
 

@@ -515,8 +515,8 @@ class HookContext(Event, frozen=True, tag="hook_context"):
 
 
 class HookRan(Event, frozen=True, tag="hook_ran"):
-    """A hook ran at ``hook_event`` (``decision``: allow, block, error, timeout or
-    untrusted); its output only as its ``reason`` and ``context``, and the tool input it
+    """A hook ran at ``hook_event`` (``decision``: allow, approve (a PermissionRequest hook
+    approved the call), block, error, timeout or untrusted); its output only as its ``reason`` and ``context``, and the tool input it
     amended (``updated_input``)."""
 
     hook_event: str = ""

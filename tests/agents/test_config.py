@@ -81,6 +81,11 @@ def test_project_rules_are_marked_project(tmp_path: Path) -> None:
                                                      'permission rules go in a [workspaces."/w".permissions] table'),
     ('bogus_key = 1\n', "the top level has unknown key 'bogus_key'"),
     ('[context]\ncompact_at = 0.8\n', "[context] has unknown key 'compact_at'"),
+    # the README names compact_model (fresh-user s8 K10): where it goes is said
+    ('compact_model = "anthropic/claude-haiku-4-5"\n', "the top level has unknown key 'compact_model' (nothing reads it); "
+                                                      'it is set per model in models.toml beside this file: [models."ID"] compact_model = ...'),
+    ('[context]\ncompact_model = "x"\n', "[context] has unknown key 'compact_model' (nothing reads it); it is set per model in "
+                                          "models.toml"),
     ('[daemon]\nidle_timeout = 5\n', "[daemon] has unknown key 'idle_timeout' (nothing reads it); did you mean 'idle_timeout_s'?"),
     ('context = "big"\n', "[context] must be a table"),
     # the fan-out's limits (user trial F16): positive seconds, a typo named
@@ -218,3 +223,17 @@ def test_a_layout_that_cannot_be_edited_in_place_is_written_again(tmp_path: Path
     _write(tmp_path / "bad" / "config.toml", "workspaces = 3\n")
     with pytest.raises(ConfigError):
         add_workspace_rules(tmp_path / "bad", Path("/w"), ["read"])
+
+
+def test_the_readmes_compact_model_block_is_a_models_toml_that_takes(tmp_path: Path) -> None:
+    # fresh-user s8 K10: the README named `compact_model` and no file took it
+    import re
+
+    from musec.agents.providers.catalog import load_catalog
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "compact_model" in b)
+    _write(tmp_path / "models.toml", block)
+    entry = load_catalog(tmp_path).resolve("opus")
+    assert (entry.compact_model, entry.compact_at) == ("anthropic/claude-haiku-4-5", 0.8)
+    assert "`CONFIG/models.toml`" in readme and "`compact_model`'s" in readme

@@ -169,3 +169,68 @@ def test_result_fields_are_the_event(ws: Path) -> None:
     assert event.decision == "block" and event.reason == "no" and event.hook_event == "PostToolUse"
     assert event.context is UNSET and event.updated_input is UNSET  # left out of the line
     json.dumps(line_fields(event))
+
+
+def test_claude_code_matchers_fire_and_one_that_names_no_tool_is_said(ws: Path) -> None:
+    # fresh-user s8 K7: `Bash`, `Edit|Write`, `Write`, `Bash(*)` matched nothing, silently
+    from musec.agents.hooks import matcher_problem
+    from musec.agents.permissions import Call
+
+    for matcher, tools in [("Bash", {"bash"}), ("BASH", {"bash"}), ("Bash(*)", {"bash"}), ("Write", {"write_file"}),
+                           ("Edit|Write", {"edit_file", "write_file"}), ("MultiEdit", {"edit_file"}), ("Read", {"read_file"}),
+                           ("Grep|GLOB", {"grep", "glob"}), ("bash|edit_file", {"bash", "edit_file"}), ("*_FILE", {"read_file", "write_file", "edit_file"})]:
+        spec = HookSpec("PreToolUse", "x", matcher)
+        assert {t for t in ("bash", "read_file", "write_file", "edit_file", "glob", "grep") if spec.matches(t)} == tools, matcher
+        assert matcher_problem(spec) is None, matcher
+    for matcher in ("WebFetch", "Foo|Bar", "bsah"):
+        problem = matcher_problem(HookSpec("PreToolUse", "guard.sh", matcher, origin="u.toml"))
+        assert problem is not None and problem.startswith(f"u.toml: the PreToolUse hook `guard.sh` never runs: its matcher {matcher!r}")
+    assert matcher_problem(HookSpec("PreToolUse", "x", "mcp__gh__*")) is None  # a server's tools are known only later
+    assert matcher_problem(HookSpec("Stop", "x", "anything")) is None  # no matcher applies there
+    with pytest.raises(ConfigError, match=r"hooks.PreToolUse\[0\]: matcher 'WebFetch\(domain:x\)': .*unknown tool kind"):
+        parse_hooks({"PreToolUse": [{"command": "x", "matcher": "WebFetch(domain:x)"}]}, source="user", origin="u")
+
+    # Tool(pattern): the calls the permission rule of that text covers
+    hooks, ran = make_hooks(ws, [HookSpec("PreToolUse", "exit 2", "Bash(rm *)|Edit(secret/**)")])
+
+    async def go() -> None:
+        for tool, call, blocked in [("bash", Call("bash", "execute", command="ls; rm -rf x"), True),
+                                    ("bash", Call("bash", "execute", command="ls -l"), False),
+                                    ("write_file", Call("write_file", "write", paths=((str(ws / "secret/a"), "secret/a"),)), True),
+                                    ("write_file", Call("write_file", "write", paths=((str(ws / "a.py"), "a.py"),)), False)]:
+            out = await hooks.run("PreToolUse", {"tool_name": tool, "tool_input": {}}, tool=tool, call=call)
+            assert out.blocked is blocked, (tool, call)
+
+    anyio.run(go)
+    assert len(ran) == 2
+
+
+def test_permission_request_hooks_approve_in_either_form_and_a_projects_cannot(ws: Path) -> None:
+    # fresh-user s8 K8: {"decision": "allow"} was silently taken as "no opinion"
+    allow, claude_allow = """echo '{"decision": "allow"}'""", """echo '{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}'"""
+    deny = """echo '{"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "not on Fridays"}}}'"""
+    payload = {"tool_name": "bash", "tool_input": {"command": "ls"}}
+
+    async def outcome(*specs: HookSpec):
+        hooks, ran = make_hooks(ws, list(specs))
+        return await hooks.run("PermissionRequest", payload, tool="bash"), ran
+
+    async def go() -> None:
+        for command in (allow, claude_allow):
+            out, ran = await outcome(HookSpec("PermissionRequest", command))
+            assert out.approved and not out.blocked and ran[0].decision == "approve", command
+        out, ran = await outcome(HookSpec("PermissionRequest", allow), HookSpec("PermissionRequest", deny))
+        assert out.blocked and not out.approved and out.reason == "not on Fridays"
+        out, ran = await outcome(HookSpec("PermissionRequest", allow, source="project"))
+        assert not out.approved and not out.blocked and ran[0].decision == "error"
+        assert ran[0].reason == "a project's PermissionRequest hook cannot approve a call; the person is asked"
+        out, ran = await outcome(HookSpec("PermissionRequest", """echo '{"decision": "maybe"}'"""))
+        assert ran[0].reason == 'unknown decision \'maybe\'; answer "allow" (approve the call), "block" or leave it out'
+        hooks, ran = make_hooks(ws, [HookSpec("PreToolUse", """echo '{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no"}}'""")])
+        out = await hooks.run("PreToolUse", payload, tool="bash")
+        assert out.blocked and out.reason == "no"  # Claude Code's PreToolUse deny is a block
+        hooks, ran = make_hooks(ws, [HookSpec("PreToolUse", allow)])
+        out = await hooks.run("PreToolUse", payload, tool="bash")
+        assert not out.blocked and not out.approved and ran[0].decision == "allow"  # a PreToolUse hook approves nothing
+
+    anyio.run(go)

@@ -28,3 +28,17 @@ def test_a_warning_is_never_marked_with_the_check(musec: Musec) -> None:
     assert shadowed.startswith("! extensions") and "rename its file" in shadowed, proc.stdout
     assert next(x for x in lines if " credentials " in x).startswith("! credentials"), proc.stdout  # no key set here
     assert proc.returncode == 0 or any(x.startswith("✗") for x in lines), proc.stdout  # a warning fails nothing
+
+
+def test_doctor_leaves_no_daemon_running_that_it_started(musec: Musec) -> None:
+    # fresh-user s8 K13: doctor said "not running" and left a daemon it had started to list extensions
+    assert musec.daemon_pid() is None
+    proc = musec("doctor")
+    lines = proc.stdout.splitlines()
+    assert any(x.startswith("✓ daemon") and "not running" in x for x in lines), proc.stdout
+    assert "✓ extensions   (listed by a daemon started for this check and stopped again)" in lines, proc.stdout
+    assert musec.daemon_pid() is None, proc.stdout
+    musec("daemon", "start")
+    pid = musec.daemon_pid()
+    proc = musec("doctor")
+    assert musec.daemon_pid() == pid and "stopped again" not in proc.stdout, proc.stdout  # one it found runs on

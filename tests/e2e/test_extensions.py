@@ -368,3 +368,50 @@ def test_a_trusted_projects_mcp_server_runs_in_the_sandbox(musec: Musec, buggy_r
     assert (buggy_repo / "inside-marker").exists() and not (outside / "escaped").exists()
     listed = musec.json("mcp", "list", "--json", cwd=buggy_repo)  # `musec mcp list` starts it sandboxed too
     assert [s["state"] for s in listed] == ["running"] and not (outside / "escaped").exists()
+
+
+def test_a_guard_written_with_claude_codes_tool_names_fires_and_one_that_names_no_tool_is_said(
+        musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    # fresh-user s8 K7: `matcher = "Bash"` matched nothing, so a failing guard let every call
+    # through, and doctor showed the hook with ✓
+    config = musec.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        '[[hooks.PreToolUse]]\nmatcher = "Bash"\ncommand = "exit 1"\n'  # a guard that fails: fail closed
+        '[[hooks.PreToolUse]]\nmatcher = "Edit|Write"\ncommand = "echo no edits >&2; exit 2"\n'
+        '[[hooks.PreToolUse]]\nmatcher = "WebFetch"\ncommand = "exit 2"\n')
+    script = _script(tmp_path, "claude", [
+        [{"tool": "bash", "input": {"command": "touch ran-marker"}}],
+        [{"tool": "write_file", "input": {"path": "f.txt", "content": "x"}}],
+        [{"text": "done"}],
+    ])
+    proc = musec("run", "--model", script, "--approval", "auto", "--agents", "none", "go", cwd=buggy_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (buggy_repo / "ran-marker").exists() and not (buggy_repo / "f.txt").exists(), proc.stdout
+    assert "⚑ PreToolUse hook `exit 1` failed: exit status 1" in proc.stdout, proc.stdout
+    assert "⚑ PreToolUse hook `echo no edits >&2; exit 2` blocked: no edits" in proc.stdout, proc.stdout
+    never = ("the PreToolUse hook `exit 2` never runs: its matcher 'WebFetch' names no tool; the tools are read_file, "
+             "write_file, edit_file, glob, grep, bash")
+    assert never in proc.stdout.splitlines()[0], proc.stdout  # said when the session starts
+    doctor = [line for line in musec("doctor", cwd=buggy_repo).stdout.splitlines() if "never runs" in line]
+    assert len(doctor) == 1 and doctor[0].startswith("! extensions") and never in doctor[0], doctor
+
+
+def test_a_permission_request_hook_of_the_persons_approves_the_call(musec: Musec, buggy_repo: Path, tmp_path: Path) -> None:
+    # fresh-user s8 K8: `{"decision": "allow"}` was ignored, so the call still needed approval
+    config = musec.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        '[[hooks.PermissionRequest]]\nmatcher = "Bash(touch *)"\ncommand = """echo \'{"decision": "allow"}\'"""\n'
+        '[[hooks.SessionStart]]\ncommand = "echo not today >&2; exit 2"\n')
+    script = _script(tmp_path, "approve", [
+        [{"tool": "bash", "input": {"command": "touch ran-marker"}}],
+        [{"text": "done"}],
+    ])
+    proc = musec("run", "--model", script, "--agents", "none", "go", cwd=buggy_repo)  # default mode: bash asks
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (buggy_repo / "ran-marker").exists()
+    assert "⚑ PermissionRequest hook `echo '{\"decision\": \"allow\"}'` approved the call" in proc.stdout, proc.stdout
+    # SessionStart cannot be blocked: the line says what happened, not "blocked"
+    assert ("⚑ SessionStart hook `echo not today >&2; exit 2` answered block, which this point ignores: "
+            "nothing was blocked: not today") in proc.stdout, proc.stdout
