@@ -1,8 +1,11 @@
 """The interactive client's slash commands (DESIGN §3): ``/help /model /cost /agents
 /workers /compact /clear /resume /approval /last /goal /exit``.
 
-A ``/NAME`` of a skill or custom command (or any ``/NAME args``) goes to the session as a
-message: the daemon expands it there. ``/help`` lists the ones the daemon reported.
+A ``/NAME`` of a skill or custom command goes to the session as a message: the daemon
+expands it there. ``/help`` lists the ones the daemon reported. Any other ``/NAME``, with
+arguments or not, is refused with the nearest known name (a typo of ``/compact FOCUS``
+is never a paid model turn), unless the first word is a path (``/usr/bin/foo is
+broken``: another ``/`` in it), which is sent as a message.
 """
 
 from __future__ import annotations
@@ -131,11 +134,22 @@ def run_command(line: str, ctx: Context) -> Outcome:  # noqa: C901 - one branch 
         out(ctx.last_result or "  no tool result yet")
     elif name == "/goal":
         _goal(ctx, arg)
-    elif name[1:] in ctx.names or arg:
-        return Outcome("send", text=line)  # the daemon expands skills and custom commands
+    elif name[1:] in ctx.names or "/" in name[1:]:
+        return Outcome("send", text=line)  # the daemon expands skills and custom commands; a path is a message
     else:
-        out(f"unknown command {name}; /help lists the commands")
+        out(unknown_command(name, ctx.names))
     return Outcome("stay")
+
+
+def unknown_command(name: str, names: set[str]) -> str:
+    """The refusal of ``/NAME`` that is no command, skill or custom command, with the
+    nearest known name when one is close (``/compcat``: ``did you mean /compact?``)."""
+    from difflib import get_close_matches
+
+    known = [*BUILTIN, "/quit", *("/" + n for n in sorted(names))]
+    near = get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}?" if near else "/help lists the commands"
+    return f"unknown command {safe(name)}; {hint}"
 
 
 def _goal(ctx: Context, arg: str) -> None:
