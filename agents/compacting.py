@@ -7,7 +7,8 @@ summarising call (``compaction.summary_request``; the agent's own model, or the 
 ``compact_model``), and records ``compaction_finished``, which the history fold applies.
 
 Never a loop: at most two summarising calls per compaction (the second with half the
-room, when the first is itself over the window); when both fail that way, the compaction
+room, when the first is itself over the window; one estimated over it is not sent at
+all); when both fail that way, the compaction
 goes on without a summary and the oldest turns are cut (``context_cut``). A provider that
 is down ends the compaction with the error (the loop reports it); the compaction is done
 again on resume, since its ``compaction_started`` has no result. A summary that would not
@@ -78,7 +79,8 @@ async def compact(agent: Agent, *, reason: str, focus: str = "", overflow: Conte
     to_seq = agent.history.message_seqs[keep_from - 1] if keep_from else from_seq
     started = time.monotonic()
     summary, usage, cut = await _summarise(agent, summarizer, request, instructions, window, agent.history.pinned)
-    head = render_head(summary, agent.history.pinned_before(keep_from), cut_messages=cut)
+    head = render_head(summary, agent.history.pinned_before(keep_from), cut_messages=cut,
+                       person_chars=agent.compaction.person_chars(window, agent.gauge))
     after = msgspec.structs.replace(request, messages=[Message("user", [TextBlock(head)]), *request.messages[keep_from:]])
     tokens_after = agent.gauge.tokens(after)
     applied = tokens_after < tokens_before  # a "compaction" that grows the context is not one
@@ -130,6 +132,10 @@ async def _summarise(agent: Agent, summarizer: Any, request: ModelRequest, focus
             agent.record(ev.ContextCut(
                 messages=cut, reason=f"the summarising request was over the window of {room} tokens; its oldest messages were cut"))
         try:
+            estimated = agent.gauge.tokens(asked)
+            if estimated > room:  # counted before sending: a request sure to be refused is not made
+                raise ContextOverflow(f"the summarising request is about {estimated} tokens, over the window of "
+                                      f"{room}; it was not sent", tokens=estimated, limit=room)
             response = await summarizer.complete(asked, _no_delta)
         except ContextOverflow as exc:
             if attempt == 2:

@@ -322,6 +322,11 @@ class Agent:
                 return Outcome("provider_unreachable", message=f"compacting the history failed: {exc}")
             except (ProviderError, AgentError) as exc:
                 return Outcome("error", message=f"compacting the history failed: {exc}")
+            if (refused := self._over_window()) is not None:  # counted before sending: never a doomed call
+                if overflowed is not None:
+                    return self._still_over(refused)
+                overflowed = refused
+                continue
             use, chars = self._measure()
             await self.durable()  # what the model is asked to act on (a message, an approval) is on disk
             self.record(ev.ModelRequest(
@@ -337,8 +342,7 @@ class Agent:
                     response = await self._complete(request, wall, started)
             except ContextOverflow as exc:
                 if overflowed is not None:  # one compaction and one retry: never a loop
-                    return Outcome("error", message=f"{exc}; the request is still over the window after compacting "
-                                   "once; start a new session or use a model with a larger window")
+                    return self._still_over(exc)
                 overflowed = exc
                 continue
             except (ProviderError, AgentError) as exc:
@@ -363,6 +367,23 @@ class Agent:
                 if await self._hook_stop(response.text):
                     continue
                 return Outcome("finished", result=response.text)
+
+    def _over_window(self) -> ContextOverflow | None:
+        """An overflow, not sent: the next request is estimated over the model's known window
+        (``context_use``: the last reported count plus an estimate of what changed since)."""
+        if not self.window_tokens:
+            return None
+        estimated = self.context_use().tokens
+        if estimated <= self.window_tokens:
+            return None
+        return ContextOverflow(f"the request is about {estimated} tokens, over the model's context window of "
+                               f"{self.window_tokens}; it was not sent", tokens=estimated, limit=self.window_tokens)
+
+    @staticmethod
+    def _still_over(exc: ContextOverflow) -> Outcome:
+        """The outcome of a request still over the window after one compaction for it."""
+        return Outcome("error", message=f"{exc}; the request is still over the window after compacting "
+                       "once; start a new session or use a model with a larger window")
 
     def _wall_left(self) -> float:
         """Seconds of work left before a wall-time limit (``--max-wall``, a goal's); ``inf``: none."""

@@ -13,6 +13,7 @@ from musec.agents.compaction import (
     Pinned,
     cut_oldest,
     cut_point,
+    fit_people,
     render_head,
     summary_request,
 )
@@ -142,3 +143,18 @@ def test_the_gauge_calibrates_from_the_last_reported_request():
     assert gauge.tokens(second) == int(size * 500 / size) + 1
     gauge.observe(first, Usage(input_tokens=30))
     assert gauge.tokens_per_byte == 30 / len(msgspec.json.encode(first))
+
+
+def test_fit_people_cuts_only_the_long_messages_to_their_head_and_tail() -> None:
+    """Fresh-user s8 K4: three huge pastes kept verbatim kept a session over its window."""
+    short = "fix the failing test in pager.py"
+    huge = ["HEAD-%d " % n + "x" * 300_000 + " TAIL-%d" % n for n in range(3)]
+    fitted = fit_people([short, *huge, "and now?"], 30_000)
+    assert fitted[0] == short and fitted[-1] == "and now?"
+    assert sum(len(t) for t in fitted) < 31_000
+    for n, text in enumerate(fitted[1:4]):
+        assert text.startswith(f"HEAD-{n} ") and text.endswith(f" TAIL-{n}")
+        assert "characters of this message cut by compaction (it was 300014 characters" in text
+    assert fit_people([short, "y" * 100], 30_000) == [short, "y" * 100]  # all fit: all verbatim
+    wide = fit_people(["界" * 50_000], 30_000)[0]  # three bytes a character: a third as many kept
+    assert len(wide.encode()) < 31_000
