@@ -15,7 +15,8 @@ when, makes the summarising call and records the result, and the history fold
    prompt, same tools, same messages, so a prompt cache serves its prefix) with the
    summary instructions (``instructions``) added to the last user message. When even that
    is over the window (overflow recovery, a resumed session over its window), the oldest
-   messages are cut from it first (``cut_oldest``), and the cut is reported.
+   messages are cut from it first (``cut_oldest``), and the cut is reported; the person's
+   very long messages in it are cut as the head cuts them (``fit_people``).
 3. ``render_head``: the first message of the compacted history: the person's messages and
    the pinned instructions (subdirectory AGENTS.md files, loaded skills) verbatim, then the
    summary. The system prompt (with the root AGENTS.md files) is never part of the
@@ -275,6 +276,8 @@ def summary_request(request: ModelRequest, focus: str, policy: CompactionPolicy,
     """
     if not request.messages:
         raise ValueError("a summary of nothing was asked for")
+    person_chars = policy.person_chars(window_tokens, gauge)
+    request = _people_fitted(request, pinned, person_chars)
     last = request.messages[-1]
     if last.role == "user":
         before, asked = request.messages[:-1], Message("user", [*last.content, TextBlock(instructions(focus))])
@@ -282,9 +285,22 @@ def summary_request(request: ModelRequest, focus: str, policy: CompactionPolicy,
         before, asked = request.messages, Message("user", [TextBlock(instructions(focus))])
     room = policy.summary_input_tokens(window_tokens) - gauge.tokens(
         msgspec.structs.replace(request, messages=[asked]))
-    messages, cut = cut_oldest(before, max(room, 0), gauge, pinned, policy.person_chars(window_tokens, gauge))
+    messages, cut = cut_oldest(before, max(room, 0), gauge, pinned, person_chars)
     return msgspec.structs.replace(request, messages=[*messages, asked],
                                    max_output_tokens=policy.summary_output_tokens), cut
+
+
+def _people_fitted(request: ModelRequest, pinned: Sequence[Pinned], person_chars: int) -> ModelRequest:
+    """``request`` with the person's very long messages cut as a head would cut them
+    (``fit_people``): the summarising call reads them so, even the latest two, which
+    ``cut_oldest`` never cuts (a huge paste just sent made it overflow every time)."""
+    people = [p.text for p in pinned if p.kind == "person"]
+    fitted = {t: f for t, f in zip(people, fit_people(people, person_chars), strict=True) if f != t}
+    if not fitted:
+        return request
+    messages = [Message(m.role, [TextBlock(fitted[b.text]) if isinstance(b, TextBlock) and b.text in fitted else b
+                                 for b in m.content]) for m in request.messages]
+    return msgspec.structs.replace(request, messages=messages)
 
 
 def render_head(summary: str, pinned: Sequence[Pinned], *, cut_messages: int = 0, summary_pending: bool = False,

@@ -282,6 +282,10 @@ async def test_huge_pastes_are_cut_to_head_and_tail_so_the_session_goes_on(tmp_p
             heads = [e.head for e in log.of(ev.CompactionFinished, "main") if e.applied is not False]
             assert heads and "PASTE-0 START" in heads[-1] and "PASTE-0 END" in heads[-1]  # head and tail kept
             assert "characters of this message cut by compaction" in heads[-1]
+            # the summarising calls fit too (the latest paste, never cut from their input, is cut to
+            # its head and tail there): each compaction has its summary
+            assert not [c for c in log.of(ev.ContextCut) if "no summary" in c.reason]
+            assert all(e.summary for e in log.of(ev.CompactionFinished, "main"))
             # A session that went over its window before (pastes made while the window was
             # unknown): a manual compaction brings it well under, and the next message works.
             server.window_tokens = agent.window_tokens = None
