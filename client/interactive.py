@@ -158,8 +158,8 @@ def _prompt_loop(conn: Connection, args: argparse.Namespace, held: list[TurnFoll
             except Woken as woken:
                 typed = woken.text
                 continue
-            except (EOFError, KeyboardInterrupt):
-                break
+            except (EOFError, KeyboardInterrupt):  # Ctrl-D, Ctrl-C: a session another terminal follows stays open
+                return _end(conn, session_id, unless_followed=True) if end_on_leave else OK
             ctx = Context(conn, session_id, status, workspace, renderer.last_result, {"models": models or []}, slash)
             done = _take(conn, args, text, queued, ctx, follower)
             if done == "leave":
@@ -307,14 +307,15 @@ def _start_in_place(conn: Connection, args: argparse.Namespace, status: SessionS
     return prompt_loop(conn, like)
 
 
-def _end(conn: Connection, session_id: str) -> Exit:
+def _end(conn: Connection, session_id: str, *, unless_followed: bool = False) -> Exit:
     """End the session and return its exit code, as ``musec attach`` gives it for the same
     session (an error the agent reported: 1), except that an interrupted last turn is 0:
-    the person interrupted it and then chose to leave. A session another terminal follows
-    is left open for it (``EndSession.unless_followed``)."""
+    the person interrupted it and then chose to leave. ``unless_followed`` (Ctrl-D): a
+    session another terminal follows is left open for it (``EndSession.unless_followed``);
+    ``/exit`` ends it for every terminal."""
     if not session_id:
         return OK
-    req = p.EndSession(id=conn.next_id(), session_id=session_id, unless_followed=True)
+    req = p.EndSession(id=conn.next_id(), session_id=session_id, unless_followed=unless_followed)
     deadline = time.monotonic() + 10
     try:
         conn.send(req)

@@ -36,7 +36,7 @@ BUILTIN = {
     "/goal": '/goal CONDITION [--check "CMD"] [--budget-usd X] [--max-turns N] [--max-wall D]; /goal pause|resume|clear; /goal: its status',
     "/plan": "/plan [TASK]: plan first, read-only; the plan needs your approval",
     "/grill": "/grill [FILE]: a critic questions the plan's decisions, then you approve it again",
-    "/exit": "leave (Ctrl-D too); Ctrl-C or Esc interrupts a running turn",
+    "/exit": "end the session and leave (Ctrl-D leaves it open for a terminal attached to it); Ctrl-C or Esc interrupts a running turn",
 }
 
 

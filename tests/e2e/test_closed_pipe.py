@@ -55,7 +55,9 @@ def test_clients_that_close_mid_answer_leave_no_traceback(musec: Musec, buggy_re
     conn.close()
     text = _wait_for_goings(musec, len(requests) + 1)
     assert "Traceback" not in text and '"request_failed"' not in text and '"connection_failed"' not in text, text
-    assert text.count('"client_gone"') == len(requests) + 1, text
+    # A short answer may be written before its client's close is seen (then it ends as any
+    # connection does); the one that went mid-answer is always seen going.
+    assert 1 <= text.count('"client_gone"') <= len(requests) + 1, text
     assert musec("log", "verify", sid).returncode == 0  # the daemon serves on
 
 
