@@ -169,23 +169,31 @@ def find_python312() -> str | None:
     return None
 
 
-def _musec_spec() -> str:
-    """What to pip-install for ``musec[eval]``: where this musec came from (PEP 610's
-    ``direct_url.json``): the checkout (editable when this one is), the local wheel or
-    archive, else this version from the package index."""
+def installed_from() -> tuple[str, bool]:
+    """Where this musec was installed from, by PEP 610's ``direct_url.json``: the local
+    checkout, wheel or archive (``""`` for the package index), and whether it is an
+    editable install of a checkout. The path may no longer exist."""
     from importlib.metadata import distribution
     from urllib.parse import unquote, urlparse
 
-    dist = distribution("musec")
-    info = json.loads(dist.read_text("direct_url.json") or "{}")
+    info = json.loads(distribution("musec").read_text("direct_url.json") or "{}")
     url = urlparse(str(info.get("url", "")))
     local = unquote(url.path) if url.scheme == "file" else ""
+    return local, bool((info.get("dir_info") or {}).get("editable"))
+
+
+def _musec_spec() -> str:
+    """What to pip-install for ``musec[eval]``: where this musec came from
+    (``installed_from``): the checkout (editable when this one is), the local wheel or
+    archive, else this version from the package index."""
+    from importlib.metadata import version
+
+    local, editable = installed_from()
     if local and os.path.exists(local):
-        if "dir_info" in info:
-            editable = "-e " if (info.get("dir_info") or {}).get("editable") else ""
-            return f"{editable}{local}[eval]"
-        return f"musec[eval] @ file://{url.path}"
-    return f"musec[eval]=={dist.version}"
+        if os.path.isdir(local):
+            return f"{'-e ' if editable else ''}{local}[eval]"
+        return f"musec[eval] @ {Path(local).as_uri()}"
+    return f"musec[eval]=={version('musec')}"
 
 
 MADE_BY_MUSEC = ".made-by-musec"  # in a venv musec created: it may remove and make it again

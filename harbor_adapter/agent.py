@@ -323,14 +323,12 @@ def _local_source() -> Path | None:
         RuntimeError: that checkout or file is gone (the index is not asked instead: a
             package of that name and version there need not be this musec).
     """
-    from importlib.metadata import distribution
-    from urllib.parse import unquote, urlparse
+    from musec.client.evaluate import installed_from
 
-    info = json.loads(distribution("musec").read_text("direct_url.json") or "{}")
-    url = urlparse(str(info.get("url", "")))
-    if url.scheme != "file":
+    local, _ = installed_from()
+    if not local:
         return None
-    path = Path(unquote(url.path))
+    path = Path(local)
     if not path.exists():
         raise RuntimeError(f"musec was installed from {path}, which is gone: install musec again, or give "
                            "the wheel to install in each trial with --ak wheel=PATH")

@@ -5,27 +5,18 @@ package index for ``musec[eval]==0.1.0``, which is not there. Each case is a rea
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.distinfo import run_with_dist_info
+
 PROBE = "from musec.client.evaluate import _musec_spec; print(_musec_spec())"
 
 
 def _spec_for(tmp_path: Path, direct_url: dict | None) -> str:
-    site = tmp_path / "site"
-    info = site / "musec-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: musec\nVersion: 0.1.0\n")
-    if direct_url is not None:
-        (info / "direct_url.json").write_text(json.dumps(direct_url))
-    code = f"import sys; sys.path.insert(0, {str(site)!r}); {PROBE}"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip()
+    return run_with_dist_info(sys.executable, tmp_path, direct_url, PROBE)
 
 
 @pytest.mark.parametrize("editable", [False, True])

@@ -6,13 +6,12 @@ there, and fail as an agent error). Each case is a real ``.dist-info`` folder fi
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.eval.test_eval_harbor import _harbor_venv
+from tests.support.distinfo import run_with_dist_info
 
 pytestmark = pytest.mark.slow
 PROBE = ("from musec.harbor.agent import _local_source\n"
@@ -20,17 +19,7 @@ PROBE = ("from musec.harbor.agent import _local_source\n"
 
 
 def _source_for(tmp_path: Path, direct_url: dict | None) -> str:
-    site = tmp_path / "site"
-    info = site / "musec-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: musec\nVersion: 0.1.0\n")
-    if direct_url is not None:
-        (info / "direct_url.json").write_text(json.dumps(direct_url))
-    code = f"import sys; sys.path.insert(0, {str(site)!r})\n{PROBE}"
-    proc = subprocess.run([str(_harbor_venv() / "bin" / "python"), "-c", code], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip()
+    return run_with_dist_info(str(_harbor_venv() / "bin" / "python"), tmp_path, direct_url, PROBE)
 
 
 @pytest.mark.parametrize("editable", [False, True])
